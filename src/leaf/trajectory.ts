@@ -1,0 +1,86 @@
+import type { ChatMessage, FinishReason, Usage } from '../llm/chat-model.js';
+
+/**
+ * Why a Leaf trajectory ended. Same names as the reference harness's exit reasons:
+ * - `agent`: the model answered without tool calls (its final message);
+ * - `max_turns`: the step cap (default 150) was reached;
+ * - `max_time`: the wall-clock cap (default 10 800 s) passed;
+ * - `max_context_len`: the context (prompt + completion tokens, from usage) reached the cap
+ *   (default 131 072 tokens), or the server refused the input as too long;
+ * - `max_tokens_per_turn`: one completion hit the per-turn cap (finish_reason `length`);
+ * - `llm_query_error`: the model server failed (after the client's retries);
+ * - `tool_error`: a tool could not be executed at all (the sandbox died), not a tool's own error
+ *   observation;
+ * - `cancelled`: the AbortSignal fired (label removed, issue closed, shutdown).
+ */
+export type ExitReason =
+  | 'agent'
+  | 'max_turns'
+  | 'max_time'
+  | 'max_context_len'
+  | 'max_tokens_per_turn'
+  | 'llm_query_error'
+  | 'tool_error'
+  | 'cancelled';
+
+/** One tool call of a step and its observation. */
+export interface TrajectoryToolCall {
+  id: string;
+  name: string;
+  /** The raw arguments string the model sent. */
+  arguments: string;
+  observation: string;
+  /** Time spent executing the tool, in milliseconds. */
+  durationMs: number;
+}
+
+/** One step: one model request and the tool calls it asked for. */
+export interface TrajectoryStep {
+  /** 1-based step number. */
+  index: number;
+  /** ISO 8601 time the request was sent. */
+  startedAt: string;
+  /** Model latency of this step, in milliseconds. */
+  llmMs: number;
+  /** Tool time of this step, in milliseconds. */
+  toolMs: number;
+  finishReason: FinishReason;
+  usage: Usage | null;
+  /** True when tool calls were recovered from qwen3_coder XML text. */
+  recoveredToolCalls?: boolean;
+  toolCalls: TrajectoryToolCall[];
+}
+
+/**
+ * A trajectory file (JSON), written after every step so that a crash leaves a partial trajectory.
+ * `version` changes when the shape changes incompatibly.
+ */
+export interface Trajectory {
+  version: 1;
+  jobId: string;
+  model: string;
+  /** ISO 8601 start time. */
+  startedAt: string;
+  /** Whole history, append-only, exactly as sent to the model (plus the last assistant message). */
+  messages: ChatMessage[];
+  /** Tool schemas sent with every request. */
+  tools: unknown[];
+  steps: TrajectoryStep[];
+  /** `null` while the loop is still running. */
+  exitReason: ExitReason | null;
+  /** Error message when the loop ended by an error (`llm_query_error`, `tool_error`…). */
+  error: string | null;
+  /** The model's final message (`content` of the last assistant message), when there is one. */
+  finalMessage: string | null;
+  /** Context size in tokens at the last step (prompt + completion tokens of the last usage). */
+  contextTokens: number;
+  /** Total prompt + completion tokens over all steps. */
+  totalTokens: { prompt: number; completion: number };
+  /** Wall-clock time of the loop so far, in milliseconds. */
+  elapsedMs: number;
+  /**
+   * `git diff --binary` of the workspace against the starting commit (empty string when nothing
+   * changed; `null` until the loop has ended).
+   */
+  patch: string | null;
+}

@@ -1,0 +1,151 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * The sandbox contract (DESIGN.md "Contracts"). Two drivers implement it: `local/` (bubblewrap on one
+ * machine) and `kubernetes/` (a pod per job). Both pass `test/helpers/sandbox-contract.ts`.
+ *
+ * Everything the Leaf tools do to the repository goes through this interface, so a symlink inside the
+ * repository can never make the host read or write a file outside the workspace.
+ *
+ * Paths given to file operations are either absolute (and must lie inside {@link Sandbox.workdir}) or
+ * relative to it. A path that resolves outside the workspace, also through a symlink, is refused with
+ * a {@link SandboxFileError} whose `errno` is `EACCES`.
+ */
+export interface Sandbox {
+  /** Driver name, for logs and metrics: `local` or `kubernetes`. */
+  readonly driver: string;
+  /**
+   * Absolute path of the repository workspace *as seen inside the sandbox* (also the cwd of
+   * {@link exec}). Observations name files relative to it or absolute under it.
+   */
+  readonly workdir: string;
+
+  /**
+   * Run a command inside the sandbox. `command` is an argv array (no shell) or a string run by
+   * `bash -c`. Never throws for a non-zero exit or a timeout: those are in the result. Throws
+   * {@link AppError} `SANDBOX_GONE` when the sandbox died or was destroyed, and `SANDBOX_EXEC_FAILED`
+   * when the command could not be started or its output stream was cut short.
+   */
+  exec(command: readonly string[] | string, options?: ExecOptions): Promise<ExecResult>;
+
+  /**
+   * Read a file's bytes. Throws {@link SandboxFileError} (`ENOENT`, `EISDIR`, `EACCES` for a path
+   * outside the workspace, `EFBIG` above `maxBytes`).
+   */
+  readFile(path: string, options?: { maxBytes?: number }): Promise<Buffer>;
+
+  /**
+   * Write a file (replacing it), creating parent directories when `mkdirs` is true (default true).
+   * Never follows a symlink out of the workspace: throws {@link SandboxFileError} `EACCES` instead.
+   */
+  writeFile(path: string, data: Buffer | string, options?: { mkdirs?: boolean }): Promise<void>;
+
+  /**
+   * List the regular files (and symlinks to files) below `dir` (default: the workdir), recursively,
+   * as paths relative to `dir` with `/` separators, unsorted. Directories named `.git` are skipped.
+   * Stops after `limit` entries (default 100 000) and says so with `truncated`.
+   */
+  list(dir?: string, options?: { limit?: number }): Promise<{ files: string[]; truncated: boolean }>;
+
+  /**
+   * Extract a tar stream (ustar/pax, as produced by `tar-stream` or `git archive`) into the
+   * workdir. Throws {@link AppError} `SANDBOX_COPY_FAILED` when the archive is invalid or the copy
+   * does not arrive whole.
+   */
+  copyIn(tar: Readable, options?: { timeoutMs?: number }): Promise<void>;
+
+  /** Destroy the sandbox and everything in it. Idempotent; never throws. */
+  destroy(): Promise<void>;
+}
+
+/** Options of {@link Sandbox.exec}. */
+export interface ExecOptions {
+  /** Wall-clock limit in milliseconds; on expiry the whole process group is killed (SIGKILL). */
+  timeoutMs?: number;
+  /** Bytes or text given on standard input (closed afterwards). */
+  stdin?: Buffer | string;
+  /**
+   * Extra environment variables. The sandbox environment is built from scratch (PATH, HOME, LANG,
+   * TERM…); nothing from the worker's environment is passed in.
+   */
+  env?: Record<string, string>;
+  /** Working directory inside the sandbox; default {@link Sandbox.workdir}. */
+  cwd?: string;
+  /** Cap on the bytes kept of each of stdout and stderr; the rest is counted but dropped. */
+  maxOutputBytes?: number;
+  /** Aborting kills the command like a timeout (result has `timedOut: false`, `signal: 'SIGKILL'`). */
+  signal?: AbortSignal;
+}
+
+/** Result of {@link Sandbox.exec}. Output is raw bytes: decoding is the caller's choice. */
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Exit status, or `null` when the process was ended by a signal. */
+  exitCode: number | null;
+  /** Name of the signal that ended the process (`SIGTERM`, `SIGKILL`…), else `null`. */
+  signal: NodeJS.Signals | null;
+  /** True when `timeoutMs` expired and the process group was killed. */
+  timedOut: boolean;
+  /** True when stdout or stderr was longer than `maxOutputBytes` and was cut. */
+  outputTruncated: boolean;
+  /** Wall-clock duration in milliseconds. */
+  durationMs: number;
+}
+
+/**
+ * A file operation refused or failed inside the sandbox. `errno` uses the POSIX names so that the
+ * Leaf tools can render the Python-style observations of the reference harness
+ * (`FileNotFoundError: [Errno 2] No such file or directory: '<path>'`).
+ */
+export class SandboxFileError extends Error {
+  /** POSIX error name: `ENOENT`, `EISDIR`, `ENOTDIR`, `EACCES`, `EFBIG`, … */
+  readonly errno: string;
+  /** Absolute path inside the sandbox that the operation was about. */
+  readonly path: string;
+
+  constructor(errno: string, path: string, message: string) {
+    super(message);
+    this.name = 'SandboxFileError';
+    this.errno = errno;
+    this.path = path;
+  }
+}
+
+/** Creates sandboxes; one per job attempt (and a fresh one for each test run). */
+export interface SandboxFactory {
+  readonly driver: string;
+  /**
+   * Create an empty sandbox for `jobId`. The workspace starts empty; fill it with
+   * {@link Sandbox.copyIn}. Throws {@link AppError} `SANDBOX_UNAVAILABLE` (with the fix in the
+   * message, e.g. "install the Debian package bubblewrap") when the driver cannot start one.
+   */
+  create(options: CreateSandboxOptions): Promise<Sandbox>;
+}
+
+/** Options of {@link SandboxFactory.create}. */
+export interface CreateSandboxOptions {
+  /** Job id, used in names and labels. */
+  jobId: string;
+  /**
+   * Host directory to use as the workspace (local driver only). When given, it is bind-mounted at
+   * the same absolute path inside the sandbox instead of an empty private workspace.
+   */
+  hostWorkdir?: string;
+  /** Limits; absent fields use the driver's defaults. */
+  limits?: SandboxLimits;
+}
+
+/** Resource limits of a sandbox. Units are in the field names. */
+export interface SandboxLimits {
+  /** CPU seconds per command (RLIMIT_CPU locally; the pod's CPU limit in Kubernetes is cores). */
+  cpuSeconds?: number;
+  /** Memory in MiB. */
+  memoryMiB?: number;
+  /** Maximum number of processes. */
+  maxProcesses?: number;
+  /** Bytes kept of each output stream per command. */
+  maxOutputBytes?: number;
+  /** Workspace size in MiB (Kubernetes emptyDir sizeLimit; informative locally). */
+  diskMiB?: number;
+}
