@@ -70,6 +70,8 @@ export interface Trajectory {
   exitReason: ExitReason | null;
   /** Error message when the loop ended by an error (`llm_query_error`, `tool_error`…). */
   error: string | null;
+  /** {@link AppError} code of that error (`LLM_UNREACHABLE`, `SANDBOX_GONE`…), when there is one. */
+  errorCode?: string;
   /** The model's final message (`content` of the last assistant message), when there is one. */
   finalMessage: string | null;
   /** Context size in tokens at the last step (prompt + completion tokens of the last usage). */

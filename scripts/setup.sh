@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs and starts what FrogNano bot's local sandbox, demo and tests need on a Debian machine:
+#   - bubblewrap (the local sandbox driver), git, python3 with pytest (the example projects' tests);
+#   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
+# Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v git >/dev/null 2>&1 || missing+=(git)
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]} (Debian packages)"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+redis_answers() {
+  # PING over bash's /dev/tcp, so no redis-cli is needed.
+  timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/6379 && printf "PING\r\n" >&3 && read -r -t 2 line <&3 && [[ "$line" == +PONG* ]]' \
+    >/dev/null 2>&1
+}
+
+if ! redis_answers; then
+  echo "setup: Redis does not answer on 127.0.0.1:6379; starting redis-server"
+  mkdir -p /tmp/frognano-redis
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /tmp/frognano-redis --logfile /tmp/frognano-redis/redis.log
+  for _ in $(seq 1 50); do
+    redis_answers && break
+    sleep 0.1
+  done
+  redis_answers || { echo "setup: Redis did not start; see /tmp/frognano-redis/redis.log" >&2; exit 1; }
+fi
+echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), git, python3-pytest and Redis are ready"

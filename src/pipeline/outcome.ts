@@ -1,0 +1,108 @@
+import { AppError } from '../app-error.js';
+import type { ExitReason } from '../leaf/trajectory.js';
+
+/**
+ * How a job ended. A discriminated union on `kind`: the status comment, the metrics (`jobs_total{outcome}`)
+ * and the exit code of `frognano-bot run` all read it. Every job ends in exactly one outcome.
+ *
+ * Summary fields shared by the kinds that ran the agent live in {@link RunSummary}.
+ */
+export type Outcome =
+  | { kind: 'pr_opened'; pullNumber: number; pullUrl: string; updated: boolean; summary: RunSummary }
+  | { kind: 'no_change'; summary: RunSummary }
+  | {
+      kind: 'tests_failing';
+      /** The patch (`git diff`), shown collapsed in the comment when no pull request was opened. */
+      patch: string;
+      /** Set when policy allowed a draft pull request despite failing tests. */
+      pullNumber?: number;
+      pullUrl?: string;
+      summary: RunSummary;
+    }
+  | { kind: 'llm_unreachable'; message: string; summary?: RunSummary }
+  | { kind: 'sandbox_failed'; message: string; summary?: RunSummary }
+  | { kind: 'timed_out'; message: string; summary?: RunSummary }
+  | { kind: 'cancelled'; by: string | null; reason: string; summary?: RunSummary }
+  | { kind: 'refused'; reason: string; details?: string[] }
+  | { kind: 'github_error'; message: string; status?: number; retryable: boolean }
+  | { kind: 'failed'; code: string; message: string; retryable: boolean; summary?: RunSummary };
+
+/** The kinds of {@link Outcome}, for metrics labels. */
+export type OutcomeKind = Outcome['kind'];
+
+/** Facts about an agent run that every outcome after the loop reports. Units are in the names. */
+export interface RunSummary {
+  jobId: string;
+  exitReason: ExitReason | null;
+  steps: number;
+  maxSteps: number;
+  promptTokens: number;
+  completionTokens: number;
+  elapsedMs: number;
+  /** The model's final message (untrusted model output). */
+  finalMessage: string | null;
+  /** `git diff --stat`-style summary of the patch, if any. */
+  diffstat?: string;
+  /** Test command and result, when tests ran. */
+  tests?: { command: string; exitCode: number | null; passed: boolean; outputTail: string; timedOut: boolean };
+}
+
+/**
+ * The one place where errors become an {@link Outcome} (DESIGN.md: "outcome.ts, the one place where
+ * errors become an outcome"). Known {@link AppError} codes map to their kinds; anything else is
+ * `failed` with code `INTERNAL` and is not retryable.
+ *
+ * @param err anything thrown by the pipeline.
+ * @param context optional run summary gathered before the error and who cancelled.
+ */
+export function classifyError(
+  err: unknown,
+  context: { summary?: RunSummary; cancelledBy?: string | null } = {},
+): Outcome {
+  const summary = context.summary;
+  if (err instanceof AppError) {
+    switch (err.code) {
+      case 'CANCELLED':
+        return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: err.message, summary };
+      case 'LLM_UNREACHABLE':
+        return { kind: 'llm_unreachable', message: err.message, summary };
+      case 'SANDBOX_UNAVAILABLE':
+      case 'SANDBOX_GONE':
+      case 'SANDBOX_EXEC_FAILED':
+      case 'SANDBOX_COPY_FAILED':
+      case 'EGRESS_NOT_BLOCKED':
+        return { kind: 'sandbox_failed', message: err.message, summary };
+      case 'TIMED_OUT':
+        return { kind: 'timed_out', message: err.message, summary };
+      case 'POLICY_REFUSED':
+      case 'CONFIG_INVALID':
+      case 'PERMISSION_DENIED':
+        return {
+          kind: 'refused',
+          reason: err.message,
+          details: Array.isArray(err.details?.messages) ? (err.details.messages as string[]) : undefined,
+        };
+      case 'GITHUB_API_ERROR':
+        return {
+          kind: 'github_error',
+          message: err.message,
+          status: typeof err.details?.status === 'number' ? err.details.status : undefined,
+          retryable: err.retryable,
+        };
+      default:
+        return { kind: 'failed', code: err.code, message: err.message, retryable: err.retryable, summary };
+    }
+  }
+  const status = (err as { status?: unknown } | null)?.status;
+  if (typeof status === 'number' && (err as { name?: string }).name === 'HttpError') {
+    // Octokit's RequestError (https://github.com/octokit/request-error.js): 5xx and 429 are worth a retry.
+    return {
+      kind: 'github_error',
+      message: (err as Error).message,
+      status,
+      retryable: status >= 500 || status === 429,
+    };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: 'failed', code: 'INTERNAL', message, retryable: false, summary };
+}
