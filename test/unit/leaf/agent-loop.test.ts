@@ -1,0 +1,221 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/app-error.js';
+import { runAgentLoop } from '../../../src/leaf/agent-loop.js';
+import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import type { Trajectory } from '../../../src/leaf/trajectory.js';
+import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse } from '../../../src/llm/chat-model.js';
+import { createLocalSandboxFactory } from '../../../src/sandbox/local/local-sandbox.js';
+import type { Sandbox } from '../../../src/sandbox/sandbox.js';
+
+/** An in-process model that answers from a list of turns and records each request's messages. */
+function scriptedModel(turns: Array<Partial<ChatResponse> | ((req: ChatRequest) => Promise<ChatResponse>) | Error>) {
+  const requests: string[] = [];
+  const model: ChatModel = {
+    model: 'scripted',
+    async complete(req) {
+      requests.push(JSON.stringify(req.messages));
+      const turn = turns.shift();
+      if (turn === undefined) throw new AppError('LLM_QUERY_ERROR', 'script exhausted');
+      if (turn instanceof Error) throw turn;
+      if (typeof turn === 'function') return turn(req);
+      const message: AssistantMessage = turn.message ?? { role: 'assistant', content: 'done' };
+      return {
+        message,
+        finishReason: turn.finishReason ?? (message.tool_calls ? 'tool_calls' : 'stop'),
+        usage: turn.usage ?? { prompt_tokens: 100, completion_tokens: 10, total_tokens: 110 },
+      };
+    },
+  };
+  return { model, requests };
+}
+
+let n = 0;
+function toolTurn(name: string, args: Record<string, unknown> | string, reasoning?: string): Partial<ChatResponse> {
+  return {
+    message: {
+      role: 'assistant',
+      content: null,
+      ...(reasoning ? { reasoning_content: reasoning } : {}),
+      tool_calls: [
+        { id: `call_${++n}`, type: 'function', function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) } },
+      ],
+    },
+  };
+}
+
+let tmp: string;
+let workdir: string;
+let sandbox: Sandbox;
+
+beforeEach(async () => {
+  tmp = mkdtempSync(join(tmpdir(), 'frognano-loop-'));
+  workdir = join(tmp, 'repo');
+  mkdirSync(workdir);
+  writeFileSync(join(workdir, 'a.py'), 'x = 1\n');
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: workdir });
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-qm', 'base');
+  sandbox = await createLocalSandboxFactory().create({ jobId: 'loop-test', hostWorkdir: workdir });
+});
+
+afterEach(async () => {
+  await sandbox.destroy();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('runAgentLoop', () => {
+  it('starts with [system, user], runs tool calls in order, ends as agent with the patch', async () => {
+    const { model, requests } = scriptedModel([
+      toolTurn('Read', { file_path: 'a.py' }, 'look first'),
+      toolTurn('Edit', { file_path: 'a.py', old_string: 'x = 1', new_string: 'x = 2' }),
+      { message: { role: 'assistant', content: 'Changed x to 2.', reasoning_content: 'done' } },
+    ]);
+    const trajectoryPath = join(tmp, 'out', 'trajectory.json');
+    const t = await runAgentLoop({ model, sandbox, instruction: 'set x to 2', jobId: 'j1', trajectoryPath });
+
+    expect(t.exitReason).toBe('agent');
+    expect(t.finalMessage).toBe('Changed x to 2.');
+    expect(t.steps).toHaveLength(3);
+    expect(t.messages.slice(0, 2)).toEqual([
+      { role: 'system', content: LEAF_PROTOCOL.system_prompt },
+      { role: 'user', content: 'set x to 2' },
+    ]);
+    expect(t.messages[2]).toMatchObject({ role: 'assistant', reasoning_content: 'look first' });
+    expect(t.messages[3]).toEqual({ role: 'tool', tool_call_id: t.steps[0]!.toolCalls[0]!.id, content: 'a.py\n1. x = 1' });
+    expect(t.steps[1]!.toolCalls[0]!.observation).toBe('Edited a.py (1 replacement).');
+    expect(t.patch).toContain('-x = 1\n+x = 2');
+    expect(readFileSync(join(workdir, 'a.py'), 'utf8')).toBe('x = 2\n');
+    expect(t.totalTokens).toEqual({ prompt: 300, completion: 30 });
+
+    // Append-only history: each request's messages begin with the previous request's messages.
+    expect(requests).toHaveLength(3);
+    for (let i = 1; i < requests.length; i++) {
+      const prev = JSON.parse(requests[i - 1]!) as unknown[];
+      const cur = JSON.parse(requests[i]!) as unknown[];
+      expect(cur.slice(0, prev.length)).toEqual(prev);
+      expect(cur.length).toBeGreaterThan(prev.length);
+    }
+    const written = JSON.parse(readFileSync(trajectoryPath, 'utf8')) as Trajectory;
+    expect(written.exitReason).toBe('agent');
+    expect(written.patch).toBe(t.patch);
+  });
+
+  it('writes the trajectory after every step, so a crash leaves a partial one', async () => {
+    const { model } = scriptedModel([toolTurn('Glob', { pattern: '*.py' }), toolTurn('Glob', { pattern: '*.md' }), {}]);
+    const trajectoryPath = join(tmp, 'trajectory.json');
+    const seen: Array<{ steps: number; exitReason: string | null }> = [];
+    await runAgentLoop({
+      model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      trajectoryPath,
+      onStep: () => {
+        const t = JSON.parse(readFileSync(trajectoryPath, 'utf8')) as Trajectory;
+        seen.push({ steps: t.steps.length, exitReason: t.exitReason });
+      },
+    });
+    expect(seen).toEqual([
+      { steps: 1, exitReason: null },
+      { steps: 2, exitReason: null },
+      { steps: 3, exitReason: 'agent' },
+    ]);
+  });
+
+  it('turns arguments that are not a JSON object into {}', async () => {
+    const { model } = scriptedModel([toolTurn('Read', '["a.py"]'), toolTurn('Bash', '{"command": "echo hi"'), {}]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
+    expect(t.steps[0]!.toolCalls[0]!.observation).toBe('ValueError: file_path is required');
+    expect(t.steps[1]!.toolCalls[0]!.observation).toBe('ValueError: command is required');
+    expect(t.exitReason).toBe('agent');
+  });
+
+  it('ends as max_turns at the step cap', async () => {
+    const turns = Array.from({ length: 10 }, () => toolTurn('Glob', { pattern: '*.py' }));
+    const { model } = scriptedModel(turns);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j', limits: { maxSteps: 3 } });
+    expect(t.exitReason).toBe('max_turns');
+    expect(t.steps).toHaveLength(3);
+  });
+
+  it('ends as max_context_len when usage reaches the cap, and on a context-length error', async () => {
+    const big = { prompt_tokens: 900, completion_tokens: 200, total_tokens: 1100 };
+    const first = await runAgentLoop({
+      model: scriptedModel([{ ...toolTurn('Glob', { pattern: '*' }), usage: big }, {}]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      limits: { maxContextTokens: 1000 },
+    });
+    expect(first.exitReason).toBe('max_context_len');
+    expect(first.contextTokens).toBe(1100);
+
+    const second = await runAgentLoop({
+      model: scriptedModel([
+        new AppError('LLM_CONTEXT_OVERFLOW', "The input (140000 tokens) is longer than the model's context length (131072 tokens)."),
+      ]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+    });
+    expect(second.exitReason).toBe('max_context_len');
+    expect(second.error).toContain('context length');
+  });
+
+  it('ends as max_tokens_per_turn on finish_reason length', async () => {
+    const { model } = scriptedModel([{ message: { role: 'assistant', content: 'cut mid-sen' }, finishReason: 'length' }]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
+    expect(t.exitReason).toBe('max_tokens_per_turn');
+  });
+
+  it('ends as llm_query_error with the error code when the model fails', async () => {
+    const { model } = scriptedModel([new AppError('LLM_UNREACHABLE', 'no server at http://127.0.0.1:1/v1', { retryable: true })]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
+    expect(t.exitReason).toBe('llm_query_error');
+    expect(t.errorCode).toBe('LLM_UNREACHABLE');
+    expect(t.patch).toBe('');
+  });
+
+  it('ends as tool_error when the sandbox dies mid-run', async () => {
+    const { model } = scriptedModel([
+      async () => {
+        await sandbox.destroy();
+        return { message: toolTurn('Bash', { command: 'true' }).message!, finishReason: 'tool_calls', usage: null };
+      },
+    ]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
+    expect(t.exitReason).toBe('tool_error');
+    expect(t.errorCode).toBe('SANDBOX_GONE');
+  });
+
+  it('ends as cancelled when the signal aborts, also during a long command', async () => {
+    const controller = new AbortController();
+    const { model } = scriptedModel([toolTurn('Bash', { command: 'sleep 30', timeout: 60 }), {}]);
+    setTimeout(() => controller.abort(new AppError('CANCELLED', 'label removed by @octocat')), 300);
+    const started = Date.now();
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j', signal: controller.signal });
+    expect(t.exitReason).toBe('cancelled');
+    expect(t.error).toBe('label removed by @octocat');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('ends as max_time when the wall-clock cap passes during a request', async () => {
+    const slow = async (req: ChatRequest): Promise<ChatResponse> =>
+      new Promise((_resolve, reject) => {
+        const t = setTimeout(() => reject(new Error('should have been aborted')), 20_000);
+        req.signal?.addEventListener('abort', () => {
+          clearTimeout(t);
+          reject(new AppError('CANCELLED', 'aborted'));
+        });
+      });
+    const { model } = scriptedModel([slow]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j', limits: { maxTimeMs: 200 } });
+    expect(t.exitReason).toBe('max_time');
+  });
+});
