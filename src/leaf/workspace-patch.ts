@@ -1,6 +1,13 @@
 import { AppError } from '../app-error.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 
+/**
+ * Untracked files that never belong in a patch, whatever the repository's `.gitignore` says: caches
+ * that running the tests leaves behind (`__pycache__`, `.pytest_cache`…). Tracked files matching
+ * them are still diffed (`core.excludesFile` only applies to untracked files).
+ */
+export const ALWAYS_EXCLUDED = ['__pycache__/', '*.py[cod]', '.pytest_cache/', '.mypy_cache/', '.ruff_cache/', '.tox/'];
+
 /** Patches larger than this many bytes are refused rather than cut (a cut patch would not apply). */
 export const MAX_PATCH_BYTES = 64 * 1024 * 1024;
 
@@ -41,10 +48,12 @@ export async function computeWorkspacePatch(
   const script = [
     'set -e',
     'idx=$(mktemp /tmp/frognano-index.XXXXXX)',
-    'trap \'rm -f "$idx"\' EXIT',
+    'ex=$(mktemp /tmp/frognano-exclude.XXXXXX)',
+    'trap \'rm -f "$idx" "$ex"\' EXIT',
+    `printf '%s\\n' ${ALWAYS_EXCLUDED.map((p) => `'${p}'`).join(' ')} > "$ex"`,
     'export GIT_INDEX_FILE="$idx"',
     `${GIT} read-tree ${baseCommit}`,
-    `${GIT} add -A`,
+    `${GIT} -c core.excludesFile="$ex" add -A`,
     `${GIT} diff --cached --binary --no-ext-diff --no-renames --full-index ${baseCommit}`,
   ].join('\n');
   const r = await sandbox.exec(script, { timeoutMs: 120_000, maxOutputBytes: MAX_PATCH_BYTES + 1, signal });

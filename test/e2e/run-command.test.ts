@@ -1,0 +1,153 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Trajectory } from '../../src/leaf/trajectory.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../helpers/scripted-model-server.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/bin/cli.js');
+
+function runCli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = execFile('node', [CLI, ...args], { cwd: ROOT, timeout: 120_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      done({ code, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+let tmp: string;
+let server: ScriptedModelServer | undefined;
+
+beforeAll(() => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does it)`);
+});
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A small Python project with one failing pytest test, made by the test. */
+function makeProject(): string {
+  tmp = mkdtempSync(join(tmpdir(), 'frognano-e2e-run-'));
+  const repo = join(tmp, 'project');
+  mkdirSync(join(repo, 'tests'), { recursive: true });
+  writeFileSync(join(repo, 'shop.py'), 'def total(prices, discount):\n    return sum(prices) * discount\n');
+  writeFileSync(
+    join(repo, 'tests', 'test_shop.py'),
+    'from shop import total\n\n\ndef test_discount_is_a_fraction_off():\n    assert total([10, 10], 0.25) == 15\n',
+  );
+  writeFileSync(join(repo, 'pytest.ini'), '[pytest]\npythonpath = .\n');
+  const git = (...a: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd: repo });
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-qm', 'initial');
+  return repo;
+}
+
+describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', () => {
+  it('reads, edits, runs pytest through Bash, and exits 0 with a patch that makes the test pass', async () => {
+    const repo = makeProject();
+    server = await startScriptedModelServer({
+      script: [
+        { kind: 'tool_calls', reasoning: 'Find the code.', calls: [{ name: 'Read', arguments: { file_path: 'shop.py' } }] },
+        { kind: 'tool_calls', calls: [{ name: 'Bash', arguments: { command: 'python3 -m pytest -q' } }] },
+        {
+          kind: 'tool_calls',
+          calls: [
+            {
+              name: 'Edit',
+              arguments: { file_path: 'shop.py', old_string: 'sum(prices) * discount', new_string: 'sum(prices) * (1 - discount)' },
+            },
+          ],
+        },
+        // Recovered from qwen3_coder XML: the server's tool-call parser "did not run" for this turn.
+        { kind: 'xml_content', calls: [{ name: 'Bash', arguments: { command: 'python3 -m pytest -q' } }] },
+        { kind: 'final', content: 'The discount is now subtracted; tests pass.' },
+      ],
+    });
+    const out = join(tmp, 'out');
+    const r = await runCli(['run', '--repo', repo, '--issue', 'total() applies the discount wrongly', '--model-url', server.url, '--out', out]);
+    expect(r.stderr).toContain('step 1/150');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('exit reason   agent');
+    expect(r.stdout).toContain('files changed shop.py');
+    expect(r.stdout).toMatch(/tests\s+passed: python3 -m pytest -q/);
+
+    const trajectory = JSON.parse(readFileSync(join(out, 'trajectory.json'), 'utf8')) as Trajectory;
+    expect(trajectory.exitReason).toBe('agent');
+    expect(trajectory.steps).toHaveLength(5);
+    expect(trajectory.steps[1]!.toolCalls[0]!.observation).toMatch(/^Exit code: 1\nSTDOUT:\n/);
+    expect(trajectory.steps[3]!.recoveredToolCalls).toBe(true);
+    expect(trajectory.steps[3]!.toolCalls[0]!.observation).toMatch(/^Exit code: 0\nSTDOUT:\n[\s\S]*1 passed/);
+
+    // The patch applies to the original repository and makes its test pass.
+    const patch = readFileSync(join(out, 'patch.diff'), 'utf8');
+    expect(patch).toContain('+    return sum(prices) * (1 - discount)');
+    execFileSync('git', ['apply', '--check', join(out, 'patch.diff')], { cwd: repo });
+    execFileSync('git', ['apply', join(out, 'patch.diff')], { cwd: repo });
+    execFileSync('/usr/bin/python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider'], { cwd: repo });
+
+    // Every request carried the Leaf defaults and extended the previous one.
+    for (let i = 1; i < server.requests.length; i++) {
+      const prev = server.requests[i - 1]!.body.messages as unknown[];
+      const cur = server.requests[i]!.body.messages as unknown[];
+      expect(cur.slice(0, prev.length)).toEqual(prev);
+    }
+    expect(server.requests[0]!.body).toMatchObject({ temperature: 0.6, top_k: 20, max_completion_tokens: 8192 });
+  });
+
+  it('says how to start SGLang when no server answers, and exits 3', async () => {
+    const repo = makeProject();
+    const r = await runCli(['run', '--repo', repo, '--issue', 'x', '--model-url', 'http://127.0.0.1:9/v1', '--out', join(tmp, 'o')]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('no model server answers at http://127.0.0.1:9/v1');
+    expect(r.stderr).toContain('python -m sglang.launch_server --model-path microsoft/FrogNano-4B-2609');
+  });
+
+  it('exits 1 without a patch when the agent stops at the step cap', async () => {
+    const repo = makeProject();
+    server = await startScriptedModelServer({
+      script: () => ({ kind: 'tool_calls', calls: [{ name: 'Glob', arguments: { pattern: '**/*.py' } }] }),
+    });
+    const out = join(tmp, 'out');
+    const r = await runCli(['run', '--repo', repo, '--issue', '-', '--model-url', server.url, '--max-steps', '2', '--out', out], 'fix it');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('exit reason   max_turns');
+    expect(readFileSync(join(out, 'patch.diff'), 'utf8')).toBe('');
+  });
+
+  it('replays the shipped example: the README demo', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'frognano-e2e-demo-'));
+    const r = await runCli([
+      'run',
+      '--repo',
+      'examples/temperature/repo',
+      '--issue',
+      'examples/temperature/ISSUE.md',
+      '--model-url',
+      'replay:examples/temperature/trajectory.json',
+      '--out',
+      join(tmp, 'out'),
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('exit reason   agent');
+    expect(r.stdout).toContain('REPLAYED');
+    expect(readFileSync(join(tmp, 'out', 'patch.diff'), 'utf8')).toContain('+    return (fahrenheit - 32) * 5 / 9');
+  });
+
+  it('refuses bad usage with exit 2', async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'frognano-e2e-usage-'));
+    const r = await runCli(['run', '--issue', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--repo is required');
+    const s = await runCli(['run', '--repo', '.', '--issue', 'x', '--max-steps', 'lots']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toContain('--max-steps must be a whole number above 0 (got "lots")');
+  });
+});
