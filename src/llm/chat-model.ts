@@ -55,7 +55,10 @@ export interface ChatResponse {
   usage: Usage | null;
   /** Server-side id of the completion, when there is one. */
   id?: string;
-  /** True when tool calls were recovered from qwen3_coder XML text (the server's parser did not run). */
+  /**
+   * True when tool calls were recovered from qwen3_coder XML text (the server's parser did not run);
+   * a `stop` finish reason is then reported as `tool_calls`, as the server's parser would have.
+   */
   recoveredToolCalls?: boolean;
 }
 
