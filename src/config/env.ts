@@ -1,0 +1,458 @@
+import { createPrivateKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { AppError } from '../app-error.js';
+
+/**
+ * Process configuration of `frognano-bot serve` and `frognano-bot worker`, read from environment
+ * variables once at start (DESIGN.md "Configuration": the built-in layer below the admin policy).
+ *
+ * One table ({@link ENV_SPECS}) drives both parsing and the README table ({@link ENV_DOCS}), so the
+ * two cannot drift apart. Variable names follow Probot's where Probot has one (APP_ID, PRIVATE_KEY,
+ * PRIVATE_KEY_PATH, WEBHOOK_SECRET, WEBHOOK_PATH, GHE_HOST, GHE_PROTOCOL, PORT, HOST, LOG_LEVEL;
+ * https://probot.github.io/docs/configuration/), so an existing Probot deployment reads naturally.
+ */
+export interface AppEnv {
+  /** The GitHub App's numeric id (APP_ID). */
+  appId: number;
+  /** The GitHub App's private key, PEM text (from PRIVATE_KEY or the file at PRIVATE_KEY_PATH). */
+  privateKey: string;
+  /** Shared secret of webhook signatures (`X-Hub-Signature-256`, HMAC-SHA256). */
+  webhookSecret: string;
+  /** URL path of the webhook route, e.g. `/api/github/webhooks`. */
+  webhookPath: string;
+  /** GitHub Enterprise Server host name (with optional `:port`), or null for github.com. */
+  gheHost: string | null;
+  gheProtocol: 'https' | 'http';
+  /** REST API base URL: `${GHE_PROTOCOL}://${GHE_HOST}/api/v3`, or `https://api.github.com`. */
+  githubApiUrl: string;
+  /** Web and git base URL: `${GHE_PROTOCOL}://${GHE_HOST}`, or `https://github.com`. */
+  githubWebUrl: string;
+  redisUrl: string;
+  /** Prefix of every Redis key of the queue, the per-issue guard and cancellation. */
+  queuePrefix: string;
+  /** BullMQ queue name. */
+  queueName: string;
+  /** TCP port and bind address of `serve`. */
+  port: number;
+  host: string;
+  /** TCP port of the worker's `/metrics` and `/healthz` (0: no HTTP server in the worker). */
+  workerPort: number;
+  /** OpenAI-compatible base URL of the model server (SGLang), ending in `/v1`. */
+  modelUrl: string;
+  modelName: string;
+  modelApiKey: string | null;
+  sandboxDriver: 'local' | 'kubernetes';
+  /** Jobs one worker process runs at the same time. */
+  workerConcurrency: number;
+  /** The issue label that starts a job. */
+  triggerLabel: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Path of the admin policy YAML file, or null for built-in defaults only. */
+  policyFile: string | null;
+  /** Basic-auth credentials of the `/admin` pages; both null when the admin pages are off. */
+  adminUser: string | null;
+  adminPassword: string | null;
+  /** Directory of the worker's clones (one subdirectory per job). */
+  workDir: string;
+  /** Directory where trajectories are stored (one JSON file per job). */
+  trajectoryDir: string;
+  /** BullMQ attempts per job: runs after an infrastructure error (not after an outcome). */
+  jobAttempts: number;
+  /** Wait before the first retry, ms (exponential backoff). */
+  jobBackoffMs: number;
+  /** BullMQ job lock duration, milliseconds; renewed every half of it while the worker lives. */
+  jobLockDurationMs: number;
+  /** How often workers look for stalled jobs (lock expired: worker died), milliseconds. */
+  stalledIntervalMs: number;
+  /** Times a stalled job goes back to the queue before it fails for good. */
+  maxStalledCount: number;
+  /** How often a running job checks its cancel key in Redis (besides pub/sub), milliseconds. */
+  cancelPollMs: number;
+  /** Bound on draining at SIGTERM (in-flight requests, active jobs), milliseconds. */
+  shutdownTimeoutMs: number;
+}
+
+/** One documented environment variable (a row of the README table). */
+export interface EnvDoc {
+  name: string;
+  /** Default value as text; `null` when there is none. */
+  default: string | null;
+  required: boolean;
+  description: string;
+  /** True for secrets: their values never appear in messages. */
+  secret: boolean;
+}
+
+interface EnvSpec<T> extends EnvDoc {
+  schema: z.ZodType<T>;
+}
+
+const DEFAULT_WORK_ROOT = join(tmpdir(), 'frognano');
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const url = (protocols: RegExp) =>
+  z.url({ protocol: protocols, error: 'must be a URL like the default' }).transform((u) => u.replace(/\/+$/, ''));
+
+function spec<T>(
+  name: string,
+  doc: { default?: string; required?: boolean; secret?: boolean; description: string },
+  schema: z.ZodType<T>,
+): EnvSpec<T> {
+  return {
+    name,
+    default: doc.default ?? null,
+    required: doc.required ?? false,
+    description: doc.description,
+    secret: doc.secret ?? false,
+    schema,
+  };
+}
+
+/**
+ * Every variable, its schema and its documentation. Defaults are applied before the schema runs, so
+ * a default is validated like a given value.
+ */
+export const ENV_SPECS = {
+  APP_ID: spec(
+    'APP_ID',
+    { required: true, description: 'The GitHub App ID (a number), shown on the App settings page.' },
+    int(1, Number.MAX_SAFE_INTEGER),
+  ),
+  PRIVATE_KEY: spec(
+    'PRIVATE_KEY',
+    {
+      secret: true,
+      description:
+        'The App private key (PEM), or the PEM base64-encoded on one line. Set this or PRIVATE_KEY_PATH.',
+    },
+    z.string(),
+  ),
+  PRIVATE_KEY_PATH: spec(
+    'PRIVATE_KEY_PATH',
+    { description: 'Path of the `.pem` file downloaded from the App settings page. Set this or PRIVATE_KEY.' },
+    z.string(),
+  ),
+  WEBHOOK_SECRET: spec(
+    'WEBHOOK_SECRET',
+    {
+      required: true,
+      secret: true,
+      description: 'The webhook secret entered in the App settings; signatures are checked with it.',
+    },
+    z.string().min(8, 'must be at least 8 characters'),
+  ),
+  WEBHOOK_PATH: spec(
+    'WEBHOOK_PATH',
+    { default: '/api/github/webhooks', description: 'URL path of the webhook route of `serve`.' },
+    z.string().regex(/^\/[\w\-./]*$/, 'must be a URL path starting with /'),
+  ),
+  GHE_HOST: spec(
+    'GHE_HOST',
+    {
+      description:
+        'Host name (and optional :port) of the GitHub Enterprise Server, e.g. `github.example.com`. Unset: github.com.',
+    },
+    z
+      .string()
+      .regex(
+        /^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:\d{1,5})?$/,
+        'must be a host name without scheme or path, e.g. github.example.com',
+      ),
+  ),
+  GHE_PROTOCOL: spec(
+    'GHE_PROTOCOL',
+    { default: 'https', description: 'Protocol of the GitHub Enterprise Server: `https` or `http`.' },
+    z.enum(['https', 'http']),
+  ),
+  REDIS_URL: spec(
+    'REDIS_URL',
+    { default: 'redis://127.0.0.1:6379', description: 'Redis holding the job queue (BullMQ).' },
+    url(/^rediss?$/),
+  ),
+  QUEUE_PREFIX: spec(
+    'QUEUE_PREFIX',
+    { default: 'frognano', description: 'Prefix of every Redis key this app writes.' },
+    z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'),
+  ),
+  QUEUE_NAME: spec(
+    'QUEUE_NAME',
+    { default: 'jobs', description: 'Name of the BullMQ queue.' },
+    z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ and - only'),
+  ),
+  PORT: spec('PORT', { default: '3000', description: 'TCP port of `serve`.' }, int(1, 65535)),
+  HOST: spec('HOST', { default: '0.0.0.0', description: 'Bind address of `serve`.' }, z.string().min(1)),
+  WORKER_PORT: spec(
+    'WORKER_PORT',
+    { default: '3001', description: 'TCP port of the worker\u2019s `/metrics` and `/healthz`; `0` turns it off.' },
+    int(0, 65535),
+  ),
+  MODEL_URL: spec(
+    'MODEL_URL',
+    { default: 'http://127.0.0.1:30000/v1', description: 'OpenAI-compatible base URL of the SGLang server.' },
+    url(/^https?$/),
+  ),
+  MODEL_NAME: spec(
+    'MODEL_NAME',
+    { default: 'microsoft/FrogNano-4B-2609', description: 'Model name sent to the model server.' },
+    z.string().min(1),
+  ),
+  MODEL_API_KEY: spec(
+    'MODEL_API_KEY',
+    { secret: true, description: 'API key of the model server, if it wants one.' },
+    z.string(),
+  ),
+  SANDBOX_DRIVER: spec(
+    'SANDBOX_DRIVER',
+    {
+      default: 'local',
+      description: 'Where the agent runs: `local` (bubblewrap on this machine) or `kubernetes` (a pod per job).',
+    },
+    z.enum(['local', 'kubernetes']),
+  ),
+  WORKER_CONCURRENCY: spec(
+    'WORKER_CONCURRENCY',
+    { default: '2', description: 'Jobs one worker process runs at the same time.' },
+    int(1, 64),
+  ),
+  TRIGGER_LABEL: spec(
+    'TRIGGER_LABEL',
+    { default: 'frognano', description: 'The issue label that starts a job.' },
+    z.string().min(1).max(50),
+  ),
+  LOG_LEVEL: spec(
+    'LOG_LEVEL',
+    { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent.' },
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  ),
+  POLICY_FILE: spec(
+    'POLICY_FILE',
+    { description: 'Path of the admin policy YAML file (limits, allowed repositories). Unset: built-in defaults.' },
+    z.string().min(1),
+  ),
+  ADMIN_USER: spec(
+    'ADMIN_USER',
+    { description: 'User name of the `/admin` pages (basic auth). Unset: `/admin` is off.' },
+    z.string().min(1),
+  ),
+  ADMIN_PASSWORD: spec(
+    'ADMIN_PASSWORD',
+    { secret: true, description: 'Password of the `/admin` pages; at least 12 characters.' },
+    z.string().min(12, 'must be at least 12 characters'),
+  ),
+  WORK_DIR: spec(
+    'WORK_DIR',
+    { default: join(DEFAULT_WORK_ROOT, 'work'), description: 'Directory of the worker\u2019s clones.' },
+    z.string().min(1),
+  ),
+  TRAJECTORY_DIR: spec(
+    'TRAJECTORY_DIR',
+    { default: join(DEFAULT_WORK_ROOT, 'trajectories'), description: 'Directory where trajectories are stored.' },
+    z.string().min(1),
+  ),
+  JOB_ATTEMPTS: spec(
+    'JOB_ATTEMPTS',
+    {
+      default: '2',
+      description: 'Runs of a job after an infrastructure error (token exchange, Redis); outcomes are final.',
+    },
+    int(1, 10),
+  ),
+  JOB_BACKOFF_MS: spec(
+    'JOB_BACKOFF_MS',
+    { default: '30000', description: 'Wait before the first retry of a job, ms; doubles with each retry.' },
+    int(0, 3_600_000),
+  ),
+  JOB_LOCK_DURATION_MS: spec(
+    'JOB_LOCK_DURATION_MS',
+    {
+      default: '60000',
+      description: 'Job lock, ms; the worker renews it every half of it, so jobs may run for hours.',
+    },
+    int(1000, 3_600_000),
+  ),
+  STALLED_INTERVAL_MS: spec(
+    'STALLED_INTERVAL_MS',
+    { default: '30000', description: 'How often workers look for jobs whose worker died, ms.' },
+    int(500, 3_600_000),
+  ),
+  MAX_STALLED_COUNT: spec(
+    'MAX_STALLED_COUNT',
+    {
+      default: '1',
+      description: 'Times a job whose worker died is run again before it fails with a comment.',
+    },
+    int(0, 10),
+  ),
+  CANCEL_POLL_MS: spec(
+    'CANCEL_POLL_MS',
+    { default: '2000', description: 'How often a running job checks its cancel key (besides pub/sub), ms.' },
+    int(100, 60_000),
+  ),
+  SHUTDOWN_TIMEOUT_MS: spec(
+    'SHUTDOWN_TIMEOUT_MS',
+    {
+      default: '30000',
+      description: 'At SIGTERM, how long to wait for requests and jobs before cancelling them (they are retried), ms.',
+    },
+    int(0, 3_600_000),
+  ),
+} as const;
+
+/** The README table: every variable with its default and meaning. */
+export const ENV_DOCS: readonly EnvDoc[] = Object.values(ENV_SPECS).map(
+  ({ name, default: def, required, description, secret }) => ({ name, default: def, required, description, secret }),
+);
+
+/** Render {@link ENV_DOCS} as a Markdown table (for the README and `docs/github-app.md`). */
+export function renderEnvTable(docs: readonly EnvDoc[] = ENV_DOCS): string {
+  const rows = docs.map(
+    (d) =>
+      `| \`${d.name}\` | ${d.required ? 'yes' : ''} | ${d.default === null ? '' : `\`${d.default}\``} | ${d.description} |`,
+  );
+  return ['| Variable | Required | Default | Meaning |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}
+
+type SpecKey = keyof typeof ENV_SPECS;
+type Parsed = { [K in SpecKey]: z.infer<(typeof ENV_SPECS)[K]['schema']> | undefined };
+
+/**
+ * Read, check and normalise the process configuration.
+ *
+ * Empty values count as unset (Kubernetes and `.env` files often carry `NAME=`). Secrets never
+ * appear in error messages.
+ *
+ * @param env the environment to read; default `process.env`.
+ * @returns the configuration, frozen.
+ * @throws AppError `CONFIG_INVALID` (not retryable) whose message names every missing or malformed
+ *   variable, one per line; `details.messages` holds the same lines as an array.
+ */
+export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
+  const problems: string[] = [];
+  const parsed = {} as Record<SpecKey, unknown>;
+
+  for (const key of Object.keys(ENV_SPECS) as SpecKey[]) {
+    const s = ENV_SPECS[key] as EnvSpec<unknown>;
+    const given = env[key]?.trim();
+    const raw = given === undefined || given === '' ? (s.default ?? undefined) : given;
+    if (raw === undefined) {
+      if (s.required) problems.push(`${key}: required — ${s.description}`);
+      parsed[key] = undefined;
+      continue;
+    }
+    const result = s.schema.safeParse(raw);
+    if (result.success) {
+      parsed[key] = result.data;
+    } else {
+      const why = result.error.issues.map((i) => i.message).join('; ');
+      problems.push(s.secret ? `${key}: ${why}` : `${key}: ${why} (got ${JSON.stringify(raw)})`);
+    }
+  }
+  const p = parsed as Parsed;
+
+  const privateKey = readPrivateKey(p, problems);
+
+  if ((p.ADMIN_USER === undefined) !== (p.ADMIN_PASSWORD === undefined) && !problems.some(isAdmin)) {
+    problems.push(
+      p.ADMIN_USER === undefined
+        ? 'ADMIN_USER: required when ADMIN_PASSWORD is set'
+        : 'ADMIN_PASSWORD: required when ADMIN_USER is set',
+    );
+  }
+
+  if (problems.length > 0) {
+    throw new AppError(
+      'CONFIG_INVALID',
+      `invalid configuration (environment variables):\n  ${problems.join('\n  ')}`,
+      { details: { messages: problems } },
+    );
+  }
+
+  const gheHost = p.GHE_HOST ?? null;
+  const protocol = p.GHE_PROTOCOL ?? 'https';
+  return Object.freeze({
+    appId: p.APP_ID!,
+    privateKey: privateKey!,
+    webhookSecret: p.WEBHOOK_SECRET!,
+    webhookPath: p.WEBHOOK_PATH!,
+    gheHost,
+    gheProtocol: protocol,
+    githubApiUrl: gheHost ? `${protocol}://${gheHost}/api/v3` : 'https://api.github.com',
+    githubWebUrl: gheHost ? `${protocol}://${gheHost}` : 'https://github.com',
+    redisUrl: p.REDIS_URL!,
+    queuePrefix: p.QUEUE_PREFIX!,
+    queueName: p.QUEUE_NAME!,
+    port: p.PORT!,
+    host: p.HOST!,
+    workerPort: p.WORKER_PORT!,
+    modelUrl: p.MODEL_URL!,
+    modelName: p.MODEL_NAME!,
+    modelApiKey: p.MODEL_API_KEY ?? null,
+    sandboxDriver: p.SANDBOX_DRIVER!,
+    workerConcurrency: p.WORKER_CONCURRENCY!,
+    triggerLabel: p.TRIGGER_LABEL!,
+    logLevel: p.LOG_LEVEL!,
+    policyFile: p.POLICY_FILE ?? null,
+    adminUser: p.ADMIN_USER ?? null,
+    adminPassword: p.ADMIN_PASSWORD ?? null,
+    workDir: p.WORK_DIR!,
+    trajectoryDir: p.TRAJECTORY_DIR!,
+    jobAttempts: p.JOB_ATTEMPTS!,
+    jobBackoffMs: p.JOB_BACKOFF_MS!,
+    jobLockDurationMs: p.JOB_LOCK_DURATION_MS!,
+    stalledIntervalMs: p.STALLED_INTERVAL_MS!,
+    maxStalledCount: p.MAX_STALLED_COUNT!,
+    cancelPollMs: p.CANCEL_POLL_MS!,
+    shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_MS!,
+  });
+}
+
+function isAdmin(problem: string): boolean {
+  return problem.startsWith('ADMIN_');
+}
+
+/**
+ * The private key from PRIVATE_KEY (PEM with real or `\n`-escaped newlines, or base64 of the PEM) or
+ * from the file at PRIVATE_KEY_PATH; checked to be a usable key so a bad key stops the process at
+ * start rather than at the first webhook.
+ */
+function readPrivateKey(p: Parsed, problems: string[]): string | undefined {
+  const inline = p.PRIVATE_KEY;
+  const path = p.PRIVATE_KEY_PATH;
+  if (inline !== undefined && path !== undefined) {
+    problems.push('PRIVATE_KEY: set either PRIVATE_KEY or PRIVATE_KEY_PATH, not both');
+    return undefined;
+  }
+  if (inline === undefined && path === undefined) {
+    problems.push('PRIVATE_KEY: required (or PRIVATE_KEY_PATH) — the GitHub App private key');
+    return undefined;
+  }
+  let pem: string;
+  let name: string;
+  if (inline !== undefined) {
+    name = 'PRIVATE_KEY';
+    pem = inline.includes('-----BEGIN') ? inline.replace(/\\n/g, '\n') : Buffer.from(inline, 'base64').toString('utf8');
+  } else {
+    name = 'PRIVATE_KEY_PATH';
+    try {
+      pem = readFileSync(path!, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      problems.push(`PRIVATE_KEY_PATH: cannot read ${JSON.stringify(path)} (${code})`);
+      return undefined;
+    }
+  }
+  if (!pem.includes('-----BEGIN')) {
+    problems.push(`${name}: not a PEM private key (expected "-----BEGIN ... PRIVATE KEY-----", or its base64)`);
+    return undefined;
+  }
+  try {
+    createPrivateKey(pem);
+  } catch {
+    problems.push(`${name}: the PEM private key cannot be parsed`);
+    return undefined;
+  }
+  return pem;
+}
