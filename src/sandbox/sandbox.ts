@@ -43,6 +43,8 @@ export interface Sandbox {
   /**
    * List the regular files (and symlinks to files) below `dir` (default: the workdir), recursively,
    * as paths relative to `dir` with `/` separators, unsorted. Directories named `.git` are skipped.
+   * Symlinked directories are not descended (no cycles, no escape); symlinks that dangle or lead
+   * outside the workspace are left out silently, and so are directories themselves.
    * Stops after `limit` entries (default 100 000) and says so with `truncated`.
    */
   list(dir?: string, options?: { limit?: number }): Promise<{ files: string[]; truncated: boolean }>;
@@ -101,7 +103,10 @@ export interface ExecResult {
 export class SandboxFileError extends Error {
   /** POSIX error name: `ENOENT`, `EISDIR`, `ENOTDIR`, `EACCES`, `EFBIG`, … */
   readonly errno: string;
-  /** Absolute path inside the sandbox that the operation was about. */
+  /**
+   * Absolute path inside the sandbox that the operation was about, as the caller named it
+   * (`workdir + '/' + relative path`, not normalised and not symlink-resolved).
+   */
   readonly path: string;
 
   constructor(errno: string, path: string, message: string) {

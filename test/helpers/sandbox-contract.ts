@@ -1,0 +1,418 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { Readable } from 'node:stream';
+import tarStream from 'tar-stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAppError } from '../../src/app-error.js';
+import { probeEgress } from '../../src/sandbox/egress-probe.js';
+import { SandboxFileError, type Sandbox, type SandboxFactory } from '../../src/sandbox/sandbox.js';
+
+/**
+ * The shared contract of every sandbox driver (DESIGN.md "Contracts"): each driver's integration
+ * test calls {@link describeSandboxContract} with a setup that returns its factory (the Kubernetes
+ * driver against its stand-in API server, the local driver with real bubblewrap).
+ *
+ * One sandbox serves most tests (each test works in its own sub-directory); lifecycle tests create
+ * their own. Needs in the sandbox image: bash, coreutils (cat, head, tr, ln, stat, readlink,
+ * printf, sleep). Every wait is bounded by the command timeouts used here.
+ */
+export function describeSandboxContract(
+  name: string,
+  setup: () => Promise<{ factory: SandboxFactory; cleanup?: () => Promise<void> }>,
+): void {
+  describe(`sandbox contract: ${name}`, () => {
+    const canaryName = 'FROGNANO_CONTRACT_CANARY';
+    const canaryValue = `canary-${randomBytes(12).toString('hex')}`;
+    let factory: SandboxFactory;
+    let cleanup: (() => Promise<void>) | undefined;
+    let sb: Sandbox;
+    const created: Sandbox[] = [];
+    let counter = 0;
+    /** A fresh directory name (relative to the workdir) for one test. */
+    const freshDir = (): string => `case-${++counter}-${randomBytes(3).toString('hex')}`;
+    const sh = async (script: string): Promise<string> => {
+      const r = await sb.exec(script, { timeoutMs: 15_000 });
+      expect(r.exitCode, `${script}\n${r.stderr.toString()}`).toBe(0);
+      return r.stdout.toString('utf8');
+    };
+    const create = async (jobId: string): Promise<Sandbox> => {
+      const s = await factory.create({ jobId });
+      created.push(s);
+      return s;
+    };
+    const fileError = async (p: Promise<unknown>): Promise<SandboxFileError> => {
+      const err = await p.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SandboxFileError);
+      return err as SandboxFileError;
+    };
+    const rejection = async (p: Promise<unknown>): Promise<unknown> =>
+      p.then(
+        () => {
+          throw new Error('expected a rejection');
+        },
+        (e: unknown) => e,
+      );
+
+    beforeAll(async () => {
+      // A secret in the worker's environment that must not be visible in the sandbox.
+      process.env[canaryName] = canaryValue;
+      ({ factory, cleanup } = await setup());
+      sb = await create('contract');
+    });
+
+    afterAll(async () => {
+      for (const s of created) await s.destroy();
+      await cleanup?.();
+      delete process.env[canaryName];
+    });
+
+    describe('exec', () => {
+      it('reports exit codes of argv and script commands', async () => {
+        const a = await sb.exec(['bash', '-c', 'exit 7'], { timeoutMs: 10_000 });
+        expect([a.exitCode, a.signal, a.timedOut, a.outputTruncated]).toEqual([7, null, false, false]);
+        expect((await sb.exec(['false'], { timeoutMs: 10_000 })).exitCode).toBe(1);
+        expect((await sb.exec('true', { timeoutMs: 10_000 })).exitCode).toBe(0);
+        expect((await sb.exec('exit 42', { timeoutMs: 10_000 })).exitCode).toBe(42);
+      });
+
+      it('keeps stdout and stderr apart', async () => {
+        const r = await sb.exec('echo out; echo err 1>&2; echo out2', { timeoutMs: 10_000 });
+        expect(r.stdout.toString()).toBe('out\nout2\n');
+        expect(r.stderr.toString()).toBe('err\n');
+      });
+
+      it('reports the signal that ended the command', async () => {
+        const r = await sb.exec('echo before; kill -TERM $$', { timeoutMs: 10_000 });
+        expect(r.exitCode).toBeNull();
+        expect(r.signal).toBe('SIGTERM');
+        expect(r.stdout.toString()).toBe('before\n');
+      });
+
+      it('passes stdin, bytes or text', async () => {
+        const bytes = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x80, 10, 13, 0]);
+        const r = await sb.exec(['cat'], { stdin: bytes, timeoutMs: 10_000 });
+        expect(r.stdout.equals(bytes)).toBe(true);
+        const t = await sb.exec('read -r x; echo "got $x"', { stdin: 'héllo\n', timeoutMs: 10_000 });
+        expect(t.stdout.toString('utf8')).toBe('got héllo\n');
+      });
+
+      it('merges env over a scrubbed base environment', async () => {
+        const r = await sb.exec('printf "%s|%s|%s" "$FOO" "${HOME:+home}" "${PATH:+path}"', {
+          env: { FOO: 'bar baz' },
+          timeoutMs: 10_000,
+        });
+        expect(r.stdout.toString()).toBe('bar baz|home|path');
+        const next = await sb.exec('printf "%s" "${FOO-unset}"', { timeoutMs: 10_000 });
+        expect(next.stdout.toString()).toBe('unset');
+      });
+
+      it('does not let the worker environment in (canary secret)', async () => {
+        expect(process.env[canaryName]).toBe(canaryValue);
+        const r = await sb.exec('env; cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n"', {
+          timeoutMs: 10_000,
+        });
+        expect(r.exitCode).toBe(0);
+        expect(r.stdout.toString()).toContain('PATH=');
+        expect(r.stdout.toString()).not.toContain(canaryValue);
+        expect(r.stdout.toString()).not.toContain(canaryName);
+      });
+
+      it('runs in the workdir by default and in cwd when given', async () => {
+        expect(await sh('pwd')).toBe(`${sb.workdir}\n`);
+        const dir = freshDir();
+        await sh(`mkdir -p ${dir}/sub`);
+        const r = await sb.exec('pwd', { cwd: `${sb.workdir}/${dir}/sub`, timeoutMs: 10_000 });
+        expect(r.stdout.toString()).toBe(`${sb.workdir}/${dir}/sub\n`);
+      });
+
+      it('preserves bytes that are not UTF-8', async () => {
+        const r = await sb.exec("printf '\\377\\376\\000\\200abc\\r\\n'", { timeoutMs: 10_000 });
+        expect(r.stdout.equals(Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x61, 0x62, 0x63, 0x0d, 0x0a]))).toBe(
+          true,
+        );
+      });
+
+      it('delivers 20 MB of output whole when maxOutputBytes allows it', async () => {
+        const size = 20_000_000;
+        const r = await sb.exec(`head -c ${size} /dev/zero | tr '\\0' 'a'; echo done >&2`, {
+          maxOutputBytes: 32 * 1024 * 1024,
+          timeoutMs: 30_000,
+        });
+        expect(r.exitCode).toBe(0);
+        expect(r.outputTruncated).toBe(false);
+        expect(r.stdout.length).toBe(size);
+        expect(r.stdout.equals(Buffer.alloc(size, 'a'))).toBe(true);
+        expect(r.stderr.toString()).toBe('done\n');
+      });
+
+      it('keeps only the first maxOutputBytes of each stream and says so', async () => {
+        const r = await sb.exec(
+          "head -c 5000 /dev/zero | tr '\\0' 'o'; head -c 3000 /dev/zero | tr '\\0' 'e' >&2",
+          {
+            maxOutputBytes: 1000,
+            timeoutMs: 10_000,
+          },
+        );
+        expect(r.exitCode).toBe(0);
+        expect(r.outputTruncated).toBe(true);
+        expect(r.stdout.equals(Buffer.alloc(1000, 'o'))).toBe(true);
+        expect(r.stderr.equals(Buffer.alloc(1000, 'e'))).toBe(true);
+      });
+
+      it('kills the whole process group on timeout', async () => {
+        const tag = 4000 + Math.floor(Math.random() * 5000);
+        const r = await sb.exec(`echo started; sleep ${tag} & sleep ${tag}`, { timeoutMs: 700 });
+        expect(r.timedOut).toBe(true);
+        expect(r.exitCode).toBeNull();
+        expect(r.signal).toBe('SIGKILL');
+        expect(r.stdout.toString()).toBe('started\n');
+        const left = await sb.exec(
+          `for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < "$f"; echo; done 2>/dev/null | grep -c "^sleep ${tag}" || true`,
+          { timeoutMs: 10_000 },
+        );
+        expect(left.stdout.toString().trim()).toBe('0');
+      });
+
+      it('kills the command when the signal aborts', async () => {
+        const controller = new AbortController();
+        const pending = sb.exec('echo started; sleep 60', { signal: controller.signal, timeoutMs: 30_000 });
+        setTimeout(() => controller.abort(), 300);
+        const r = await pending;
+        expect(r.timedOut).toBe(false);
+        expect(r.signal).toBe('SIGKILL');
+        expect(r.exitCode).toBeNull();
+      });
+
+      it('runs commands concurrently', async () => {
+        const [slow, fast] = await Promise.all([
+          sb.exec('sleep 0.4; echo slow', { timeoutMs: 10_000 }),
+          sb.exec('echo fast', { timeoutMs: 10_000 }),
+        ]);
+        expect(slow.stdout.toString()).toBe('slow\n');
+        expect(fast.stdout.toString()).toBe('fast\n');
+      });
+
+      it('rejects with SANDBOX_EXEC_FAILED when the command cannot start', async () => {
+        const err = await rejection(sb.exec(['/nonexistent/frognano-command'], { timeoutMs: 10_000 }));
+        expect(isAppError(err, 'SANDBOX_EXEC_FAILED')).toBe(true);
+      });
+
+      it('has no network', async () => {
+        const server = net.createServer((socket) => {
+          socket.on('error', () => undefined); // the probe closes at once: a reset is expected
+          socket.end('hello\n');
+        });
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        try {
+          const port = (server.address() as net.AddressInfo).port;
+          const result = await probeEgress(sb, [{ name: 'host-server', url: `http://127.0.0.1:${port}` }], {
+            timeoutMs: 3_000,
+          });
+          expect(result).toEqual({ blocked: true, reached: [] });
+        } finally {
+          await new Promise((resolve) => server.close(resolve));
+        }
+      });
+    });
+
+    describe('files', () => {
+      it('writes and reads bytes and text, replacing content', async () => {
+        const dir = freshDir();
+        const bytes = Buffer.from([0xff, 0x00, 0xfe, 0x0a]);
+        await sb.writeFile(`${dir}/bin.dat`, bytes);
+        expect((await sb.readFile(`${dir}/bin.dat`)).equals(bytes)).toBe(true);
+        await sb.writeFile(`${dir}/t.txt`, 'a longer first text\n');
+        await sb.writeFile(`${dir}/t.txt`, 'short\n');
+        expect((await sb.readFile(`${dir}/t.txt`)).toString()).toBe('short\n');
+        expect(await sh(`cat ${dir}/t.txt`)).toBe('short\n');
+        expect((await sb.readFile(`${sb.workdir}/${dir}/t.txt`)).toString()).toBe('short\n');
+      });
+
+      it('creates parent directories unless mkdirs is false', async () => {
+        const dir = freshDir();
+        await sb.writeFile(`${dir}/a/b/c.txt`, 'deep');
+        expect(await sh(`cat ${dir}/a/b/c.txt`)).toBe('deep');
+        const err = await fileError(sb.writeFile(`${dir}/x/y.txt`, 'no', { mkdirs: false }));
+        expect(err.errno).toBe('ENOENT');
+        expect(err.path).toBe(`${sb.workdir}/${dir}/x/y.txt`);
+      });
+
+      it('reports ENOENT, EISDIR and EFBIG with the path as named', async () => {
+        const dir = freshDir();
+        const missing = await fileError(sb.readFile(`${dir}/nope/missing.py`));
+        expect(missing.errno).toBe('ENOENT');
+        expect(missing.path).toBe(`${sb.workdir}/${dir}/nope/missing.py`);
+        await sh(`mkdir -p ${dir}/src && head -c 100 /dev/zero > ${dir}/big`);
+        const isDir = await fileError(sb.readFile(`${dir}/src`));
+        expect(isDir.errno).toBe('EISDIR');
+        expect(isDir.path).toBe(`${sb.workdir}/${dir}/src`);
+        expect((await fileError(sb.writeFile(`${dir}/src`, 'x'))).errno).toBe('EISDIR');
+        expect((await fileError(sb.readFile(`${dir}/big`, { maxBytes: 99 }))).errno).toBe('EFBIG');
+        expect((await sb.readFile(`${dir}/big`, { maxBytes: 100 })).length).toBe(100);
+      });
+
+      it('refuses paths outside the workspace', async () => {
+        for (const p of ['../outside.txt', '/etc/passwd', '/etc/frognano-new']) {
+          expect((await fileError(sb.readFile(p))).errno).toBe('EACCES');
+          expect((await fileError(sb.writeFile(p, 'x'))).errno).toBe('EACCES');
+        }
+        expect((await sb.exec('test -e /etc/frognano-new', { timeoutMs: 10_000 })).exitCode).not.toBe(0);
+      });
+
+      it('lists files recursively, relative to the directory, without .git and directories', async () => {
+        const dir = freshDir();
+        await sh(
+          `mkdir -p ${dir}/src/pkg ${dir}/.git/objects ${dir}/empty && touch ${dir}/README.md ${dir}/src/a.py ${dir}/src/pkg/b.py ${dir}/.git/HEAD ${dir}/.gitignore`,
+        );
+        const all = await sb.list(dir);
+        expect(all.truncated).toBe(false);
+        expect([...all.files].sort()).toEqual(['.gitignore', 'README.md', 'src/a.py', 'src/pkg/b.py']);
+        const sub = await sb.list(`${sb.workdir}/${dir}/src`);
+        expect([...sub.files].sort()).toEqual(['a.py', 'pkg/b.py']);
+        const limited = await sb.list(dir, { limit: 2 });
+        expect(limited.files).toHaveLength(2);
+        expect(limited.truncated).toBe(true);
+        const whole = await sb.list();
+        expect(whole.files).toContain(`${dir}/src/pkg/b.py`);
+        expect((await fileError(sb.list(`${dir}/missing`))).errno).toBe('ENOENT');
+      });
+
+      it('follows symlinks that stay inside the workspace', async () => {
+        const dir = freshDir();
+        await sh(
+          `mkdir -p ${dir}/real && echo inside > ${dir}/real/f.txt && ln -s real/f.txt ${dir}/alias.txt && ln -s real ${dir}/dirlink`,
+        );
+        expect((await sb.readFile(`${dir}/alias.txt`)).toString()).toBe('inside\n');
+        expect((await sb.readFile(`${dir}/dirlink/f.txt`)).toString()).toBe('inside\n');
+        await sb.writeFile(`${dir}/alias.txt`, 'changed\n');
+        expect(await sh(`cat ${dir}/real/f.txt`)).toBe('changed\n');
+        expect([...(await sb.list(dir)).files].sort()).toEqual(['alias.txt', 'real/f.txt']);
+      });
+
+      it('never reads or writes through a symlink that leaves the workspace', async () => {
+        const dir = freshDir();
+        const before = await sh('cat /etc/passwd');
+        const victim = `/tmp/frognano-victim-${randomBytes(4).toString('hex')}`;
+        await sh(
+          `mkdir -p ${dir} && cd ${dir} && ln -s /etc/passwd link && ln -s /etc etcdir && ln -s ../../../../../../.. up && ln -s ${victim} dangling && ln -s /tmp tmpdir`,
+        );
+        const named = ['link', 'etcdir/passwd', 'up/etc/passwd', 'dangling'].map((p) => `${dir}/${p}`);
+        for (const p of [...named, `${sb.workdir}/${dir}/link`]) {
+          const read = await fileError(sb.readFile(p));
+          expect(read.errno).toBe('EACCES');
+          expect(read.message).not.toContain('root:');
+        }
+        for (const p of ['link', 'etcdir/passwd', 'etcdir/frognano-new', 'dangling', 'tmpdir/new/file.txt']) {
+          expect((await fileError(sb.writeFile(`${dir}/${p}`, 'pwned\n'))).errno).toBe('EACCES');
+        }
+        expect(await sh('cat /etc/passwd')).toBe(before);
+        expect(
+          (
+            await sb.exec(`test -e ${victim} || test -e /tmp/new || test -e /etc/frognano-new`, {
+              timeoutMs: 10_000,
+            })
+          ).exitCode,
+        ).not.toBe(0);
+        expect((await sb.list(dir)).files).toEqual([]);
+      });
+    });
+
+    describe('copyIn', () => {
+      const tarOf = async (
+        entries: { header: Partial<tarStream.Header> & { name: string }; content?: string }[],
+      ): Promise<Readable> => {
+        const pack = tarStream.pack();
+        for (const e of entries) pack.entry(e.header, e.content ?? '');
+        pack.finalize();
+        const chunks: Buffer[] = [];
+        for await (const c of pack) chunks.push(c as Buffer);
+        return Readable.from([Buffer.concat(chunks)]);
+      };
+
+      it('extracts nested directories, modes and symlinks', async () => {
+        const top = freshDir();
+        await sb.copyIn(
+          await tarOf([
+            { header: { name: `${top}/`, type: 'directory', mode: 0o755 } },
+            { header: { name: `${top}/bin/run.sh`, mode: 0o755 }, content: '#!/bin/sh\necho ran\n' },
+            { header: { name: `${top}/src/deep/nested/file.txt`, mode: 0o644 }, content: 'nested\n' },
+            { header: { name: `${top}/ro.txt`, mode: 0o444 }, content: 'read only\n' },
+            { header: { name: `${top}/link`, type: 'symlink', linkname: 'src/deep/nested/file.txt' } },
+            { header: { name: `${top}/locked/`, type: 'directory', mode: 0o555 } },
+            { header: { name: `${top}/locked/inner.txt`, mode: 0o644 }, content: 'inner\n' },
+          ]),
+          { timeoutMs: 30_000 },
+        );
+        expect(
+          await sh(
+            `cd ${top} && stat -c '%a %F %n' bin/run.sh ro.txt src/deep/nested/file.txt locked && readlink link && ./bin/run.sh`,
+          ),
+        ).toBe(
+          '755 regular file bin/run.sh\n444 regular file ro.txt\n644 regular file src/deep/nested/file.txt\n555 directory locked\nsrc/deep/nested/file.txt\nran\n',
+        );
+        expect((await sb.readFile(`${top}/link`)).toString()).toBe('nested\n');
+        expect((await sb.readFile(`${top}/locked/inner.txt`)).toString()).toBe('inner\n');
+      });
+
+      it('refuses entries with .. or absolute paths', async () => {
+        const tag = randomBytes(4).toString('hex');
+        for (const name of [`../escape-${tag}.txt`, `ok/../../escape-${tag}.txt`, `/tmp/escape-${tag}.txt`]) {
+          const err = await rejection(
+            sb.copyIn(await tarOf([{ header: { name }, content: 'x' }]), { timeoutMs: 10_000 }),
+          );
+          expect(isAppError(err, 'SANDBOX_COPY_FAILED')).toBe(true);
+        }
+        expect(
+          (
+            await sb.exec(`test -e ../escape-${tag}.txt || test -e /tmp/escape-${tag}.txt`, {
+              timeoutMs: 10_000,
+            })
+          ).exitCode,
+        ).not.toBe(0);
+      });
+
+      it('does not write through a symlink of the archive that leaves the workspace', async () => {
+        const top = freshDir();
+        const tag = randomBytes(4).toString('hex');
+        const err = await rejection(
+          sb.copyIn(
+            await tarOf([
+              { header: { name: `${top}/esc`, type: 'symlink', linkname: '/tmp' } },
+              { header: { name: `${top}/esc/pwned-${tag}.txt` }, content: 'pwned' },
+            ]),
+            { timeoutMs: 10_000 },
+          ),
+        );
+        expect(isAppError(err, 'SANDBOX_COPY_FAILED')).toBe(true);
+        expect((await sb.exec(`test -e /tmp/pwned-${tag}.txt`, { timeoutMs: 10_000 })).exitCode).not.toBe(0);
+      });
+
+      it('rejects an archive that is not a tar', async () => {
+        const err = await rejection(sb.copyIn(Readable.from([randomBytes(2048)]), { timeoutMs: 10_000 }));
+        expect(isAppError(err, 'SANDBOX_COPY_FAILED')).toBe(true);
+      });
+    });
+
+    describe('lifecycle', () => {
+      it('destroy is idempotent and later calls reject with SANDBOX_GONE', async () => {
+        const s = await create('contract-destroy');
+        expect((await s.exec('echo alive', { timeoutMs: 10_000 })).stdout.toString()).toBe('alive\n');
+        const pending = s.exec('sleep 60', { timeoutMs: 30_000 });
+        const pendingError = rejection(pending);
+        await Promise.all([s.destroy(), s.destroy()]);
+        await s.destroy();
+        expect(isAppError(await pendingError, 'SANDBOX_GONE')).toBe(true);
+        expect(isAppError(await rejection(s.exec('true')), 'SANDBOX_GONE')).toBe(true);
+        expect(isAppError(await rejection(s.readFile('x')), 'SANDBOX_GONE')).toBe(true);
+        expect(isAppError(await rejection(s.writeFile('x', 'y')), 'SANDBOX_GONE')).toBe(true);
+        expect(isAppError(await rejection(s.list()), 'SANDBOX_GONE')).toBe(true);
+        expect(
+          isAppError(await rejection(s.copyIn(Readable.from([Buffer.alloc(1024)]))), 'SANDBOX_GONE'),
+        ).toBe(true);
+      });
+    });
+  });
+}

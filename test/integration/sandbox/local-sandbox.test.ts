@@ -1,0 +1,290 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAppError } from '../../../src/app-error.js';
+import {
+  createLocalSandboxFactory,
+  type LocalSandbox,
+  type LocalSandboxFactory,
+} from '../../../src/sandbox/local/local-sandbox.js';
+import { SandboxFileError } from '../../../src/sandbox/sandbox.js';
+import { describeSandboxContract } from '../../helpers/sandbox-contract.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+describeSandboxContract('local (bubblewrap)', async () => ({ factory: createLocalSandboxFactory() }));
+
+/** Host pids whose command line starts with `argv` (NUL-separated in /proc/<pid>/cmdline). */
+async function hostProcesses(argv: string[]): Promise<number[]> {
+  const wanted = `${argv.join('\0')}\0`;
+  const found: number[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.startsWith(wanted)) found.push(Number(name));
+  }
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('local sandbox (bubblewrap only)', () => {
+  let workRoot: string;
+  const sandboxes: LocalSandbox[] = [];
+  const factory = (): LocalSandboxFactory => createLocalSandboxFactory({ workRoot });
+  const create = async (options: Parameters<LocalSandboxFactory['create']>[0]): Promise<LocalSandbox> => {
+    const sb = await factory().create(options);
+    sandboxes.push(sb);
+    return sb;
+  };
+
+  beforeAll(async () => {
+    workRoot = await mkdtemp(path.join(os.tmpdir(), 'frognano-local-test-'));
+  });
+
+  afterAll(async () => {
+    for (const sb of sandboxes) await sb.destroy();
+    await rm(workRoot, { recursive: true, force: true });
+  });
+
+  it('says how to install bubblewrap when bwrap is missing', async () => {
+    const err = await createLocalSandboxFactory({ bwrapPath: path.join(workRoot, 'no-such-bwrap') })
+      .create({ jobId: 'missing' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(isAppError(err, 'SANDBOX_UNAVAILABLE')).toBe(true);
+    expect((err as Error).message).toContain('apt-get install bubblewrap');
+  });
+
+  it('makes a private workspace named repo and removes it on destroy', async () => {
+    const sb = await create({ jobId: 'job/42' });
+    expect(sb.workdir).toMatch(new RegExp(`^${workRoot}/frognano-job-42-[^/]+/repo$`));
+    expect((await sb.exec('basename "$PWD"')).stdout.toString()).toBe('repo\n');
+    await sb.writeFile('made.txt', 'x');
+    expect(await readFile(path.join(sb.workdir, 'made.txt'), 'utf8')).toBe('x');
+    await sb.destroy();
+    expect(existsSync(path.dirname(sb.workdir))).toBe(false);
+  });
+
+  it('binds hostWorkdir read-write at the same path and leaves it on destroy', async () => {
+    const host = await mkdtemp(path.join(workRoot, 'host-repo-'));
+    await writeFile(path.join(host, 'from-host.txt'), 'hello from host\n');
+    const sb = await create({ jobId: 'hostdir', hostWorkdir: host });
+    expect(sb.workdir).toBe(host);
+    const r = await sb.exec('pwd; cat from-host.txt; echo from-sandbox > made.txt');
+    expect(r.stdout.toString()).toBe(`${host}\nhello from host\n`);
+    expect(await readFile(path.join(host, 'made.txt'), 'utf8')).toBe('from-sandbox\n');
+    await sb.destroy();
+    expect(await readFile(path.join(host, 'from-host.txt'), 'utf8')).toBe('hello from host\n');
+  });
+
+  it('shows nothing of the host but system directories, as an unprivileged user', async () => {
+    const marker = path.join(os.tmpdir(), `frognano-host-marker-${randomBytes(4).toString('hex')}`);
+    await writeFile(marker, 'host secret\n');
+    try {
+      const sb = await create({ jobId: 'isolation' });
+      const r = await sb.exec(
+        `ls /; for p in ${marker} ${fileURLToPath(import.meta.url)} ${REPO_ROOT} /root /home /etc/shadow /etc/ssl/private /sys /run/secrets; do test -e "$p" && echo "VISIBLE $p"; done; id -u; grep CapEff /proc/self/status; touch /usr/x 2>&1 || true`,
+      );
+      const out = r.stdout.toString();
+      expect(out).not.toContain('VISIBLE');
+      expect(out.split('\n').slice(0, 5)).not.toContain('root');
+      expect(out).toContain('1000\nCapEff:\t0000000000000000\n');
+      expect(r.stdout.toString() + r.stderr.toString()).toContain('Read-only file system');
+    } finally {
+      await rm(marker, { force: true });
+    }
+  });
+
+  it('refuses a symlink in the repository that points to a host file', async () => {
+    const host = await mkdtemp(path.join(workRoot, 'host-repo-'));
+    const secretDir = await mkdtemp(path.join(workRoot, 'secret-'));
+    const secret = path.join(secretDir, 'token.txt');
+    await writeFile(secret, 'ghs_supersecret\n');
+    await symlink(secret, path.join(host, 'link'));
+    const sb = await create({ jobId: 'hostlink', hostWorkdir: host });
+    for (const op of [sb.readFile('link'), sb.writeFile('link', 'pwned')]) {
+      const err = await op.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SandboxFileError);
+      expect((err as SandboxFileError).errno).toBe('EACCES');
+      expect((err as SandboxFileError).path).toBe(`${host}/link`);
+      expect((err as Error).message).not.toContain('supersecret');
+    }
+    expect(await readFile(secret, 'utf8')).toBe('ghs_supersecret\n');
+  });
+
+  it('keeps /tmp private to each sandbox', async () => {
+    const tag = randomBytes(4).toString('hex');
+    const a = await create({ jobId: 'tmp-a' });
+    const b = await create({ jobId: 'tmp-b' });
+    await a.exec(`echo a > /tmp/private-${tag}`);
+    expect((await a.exec(`cat /tmp/private-${tag}`)).stdout.toString()).toBe('a\n');
+    expect((await b.exec(`test -e /tmp/private-${tag}`)).exitCode).toBe(1);
+    expect(existsSync(`/tmp/private-${tag}`)).toBe(false);
+  });
+
+  it('rejects pending and later calls with SANDBOX_GONE when bwrap dies', async () => {
+    const sb = await create({ jobId: 'killed' });
+    const pending = sb.exec('sleep 60', { timeoutMs: 30_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    process.kill(sb.hostPid, 'SIGKILL');
+    expect(isAppError(await pending, 'SANDBOX_GONE')).toBe(true);
+    const later = await sb.readFile('x').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isAppError(later, 'SANDBOX_GONE')).toBe(true);
+    await sb.destroy();
+  });
+
+  it('leaves no process behind when the worker dies (--die-with-parent)', async () => {
+    const tag = String(7000 + Math.floor(Math.random() * 2000));
+    const dir = await mkdtemp(path.join(workRoot, 'orphan-'));
+    const script = path.join(dir, 'worker.mts');
+    const moduleUrl = new URL('../../../src/sandbox/local/local-sandbox.ts', import.meta.url).href;
+    await writeFile(
+      script,
+      [
+        `import { createLocalSandboxFactory } from ${JSON.stringify(moduleUrl)};`,
+        `const sb = await createLocalSandboxFactory({ workRoot: ${JSON.stringify(dir)} }).create({ jobId: 'orphan' });`,
+        `await sb.exec('sleep ${tag} > /dev/null 2>&1 &');`,
+        `console.log(JSON.stringify({ hostPid: sb.hostPid, cgroupDir: sb.cgroupDir }));`,
+        `setInterval(() => undefined, 1000);`,
+      ].join('\n'),
+    );
+    const worker = spawn(process.execPath, ['--import', 'tsx', script], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        let err = '';
+        const timer = setTimeout(() => reject(new Error(`worker did not start a sandbox: ${err}`)), 30_000);
+        worker.stderr.on('data', (c: Buffer) => (err += c.toString()));
+        worker.stdout.on('data', (c: Buffer) => {
+          out += c.toString();
+          if (out.includes('\n')) {
+            clearTimeout(timer);
+            resolve(out);
+          }
+        });
+        worker.once('exit', (code) => reject(new Error(`worker exited (${code}): ${err}`)));
+      });
+      const { hostPid, cgroupDir } = JSON.parse(line) as { hostPid: number; cgroupDir?: string };
+      expect(alive(hostPid)).toBe(true);
+      expect(await hostProcesses(['sleep', tag])).toHaveLength(1);
+      worker.kill('SIGKILL');
+      await waitFor(
+        'the sandbox processes to end',
+        async () => !alive(hostPid) && (await hostProcesses(['sleep', tag])).length === 0,
+        10_000,
+      );
+      // The killed worker could not clean up; its empty cgroup is ours to remove.
+      if (cgroupDir)
+        await waitFor(
+          'the orphan cgroup to be removable',
+          () =>
+            rmdir(cgroupDir).then(
+              () => true,
+              () => false,
+            ),
+          5_000,
+        );
+    } finally {
+      worker.kill('SIGKILL');
+    }
+  });
+
+  describe('limits', () => {
+    let sb: LocalSandbox;
+
+    beforeAll(async () => {
+      sb = await create({
+        jobId: 'limits',
+        limits: { maxProcesses: 48, memoryMiB: 256, cpuSeconds: 1, maxOutputBytes: 100 },
+      });
+    });
+
+    it('contains a fork bomb', async () => {
+      expect(
+        sb.processLimit,
+        'the process limit is not enforced on this host: run the tests as root on a machine with a writable cgroup pids controller, or as a non-root user',
+      ).not.toBe('none');
+      const script = [
+        'import os, time',
+        'pids, err = [], None',
+        'try:',
+        '    for i in range(400):',
+        '        pid = os.fork()',
+        '        if pid == 0:',
+        '            time.sleep(30)',
+        '            os._exit(0)',
+        '        pids.append(pid)',
+        'except OSError as e:',
+        '    err = e.errno',
+        'for p in pids: os.kill(p, 9)',
+        'for p in pids: os.waitpid(p, 0)',
+        'print(len(pids), err)',
+      ].join('\n');
+      const r = await sb.exec(['/usr/bin/python3', '-c', script], {
+        timeoutMs: 20_000,
+        maxOutputBytes: 1000,
+      });
+      expect(r.exitCode, r.stderr.toString()).toBe(0);
+      const [count, errno] = r.stdout.toString().trim().split(' ');
+      expect(Number(count)).toBeLessThan(48);
+      expect(errno).toBe('11'); // EAGAIN
+      expect((await sb.exec('echo still alive')).stdout.toString()).toBe('still alive\n');
+    });
+
+    it('contains a memory hog', async () => {
+      const r = await sb.exec(['/usr/bin/python3', '-c', 'b = bytearray(1024 * 1024 * 1024)'], {
+        timeoutMs: 20_000,
+        maxOutputBytes: 10_000,
+      });
+      expect(r.exitCode).toBe(1);
+      expect(r.stderr.toString()).toContain('MemoryError');
+    });
+
+    it('stops a command at its CPU-time limit', async () => {
+      const r = await sb.exec('while :; do :; done', { timeoutMs: 30_000 });
+      expect(r.timedOut).toBe(false);
+      expect(['SIGXCPU', 'SIGKILL']).toContain(r.signal);
+    });
+
+    it('caps output at the sandbox maxOutputBytes by default', async () => {
+      const r = await sb.exec('head -c 1000 /dev/zero');
+      expect(r.stdout.length).toBe(100);
+      expect(r.outputTruncated).toBe(true);
+    });
+  });
+});
