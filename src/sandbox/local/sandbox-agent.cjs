@@ -1,6 +1,4 @@
 'use strict';
-/* global require, process, Buffer, setTimeout, clearTimeout -- Node's CommonJS globals */
-/* eslint-disable @typescript-eslint/no-require-imports -- plain CommonJS, run without a build step */
 /*
  * FrogNano in-sandbox agent (local driver).
  *
