@@ -45,6 +45,11 @@ export interface AppEnv {
   modelName: string;
   modelApiKey: string | null;
   sandboxDriver: 'local' | 'kubernetes';
+  /** Kubernetes driver: namespace, image, ServiceAccount and RuntimeClass of sandbox pods. */
+  sandboxNamespace: string;
+  sandboxImage: string | null;
+  sandboxServiceAccount: string | null;
+  sandboxRuntimeClass: string | null;
   /** Jobs one worker process runs at the same time. */
   workerConcurrency: number;
   /** The issue label that starts a job. */
@@ -59,7 +64,7 @@ export interface AppEnv {
   workDir: string;
   /** Directory where trajectories are stored (one JSON file per job). */
   trajectoryDir: string;
-  /** BullMQ attempts per job: runs after an infrastructure error (not after an outcome). */
+  /** BullMQ attempts per job: runs when a run ends in a temporary error; other outcomes are final. */
   jobAttempts: number;
   /** Wait before the first retry, ms (exponential backoff). */
   jobBackoffMs: number;
@@ -94,7 +99,9 @@ const DEFAULT_WORK_ROOT = join(tmpdir(), 'frognano');
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const url = (protocols: RegExp) =>
-  z.url({ protocol: protocols, error: 'must be a URL like the default' }).transform((u) => u.replace(/\/+$/, ''));
+  z
+    .url({ protocol: protocols, error: 'must be a URL like the default' })
+    .transform((u) => u.replace(/\/+$/, ''));
 
 function spec<T>(
   name: string,
@@ -132,7 +139,9 @@ export const ENV_SPECS = {
   ),
   PRIVATE_KEY_PATH: spec(
     'PRIVATE_KEY_PATH',
-    { description: 'Path of the `.pem` file downloaded from the App settings page. Set this or PRIVATE_KEY.' },
+    {
+      description: 'Path of the `.pem` file downloaded from the App settings page. Set this or PRIVATE_KEY.',
+    },
     z.string(),
   ),
   WEBHOOK_SECRET: spec(
@@ -186,7 +195,10 @@ export const ENV_SPECS = {
   HOST: spec('HOST', { default: '0.0.0.0', description: 'Bind address of `serve`.' }, z.string().min(1)),
   WORKER_PORT: spec(
     'WORKER_PORT',
-    { default: '3001', description: 'TCP port of the worker\u2019s `/metrics` and `/healthz`; `0` turns it off.' },
+    {
+      default: '3001',
+      description: 'TCP port of the worker\u2019s `/metrics` and `/healthz`; `0` turns it off.',
+    },
     int(0, 65535),
   ),
   MODEL_URL: spec(
@@ -208,9 +220,39 @@ export const ENV_SPECS = {
     'SANDBOX_DRIVER',
     {
       default: 'local',
-      description: 'Where the agent runs: `local` (bubblewrap on this machine) or `kubernetes` (a pod per job).',
+      description:
+        'Where the agent runs: `local` (bubblewrap on this machine) or `kubernetes` (a pod per job).',
     },
     z.enum(['local', 'kubernetes']),
+  ),
+  SANDBOX_NAMESPACE: spec(
+    'SANDBOX_NAMESPACE',
+    {
+      default: 'frognano-sandboxes',
+      description: 'Kubernetes namespace of the sandbox pods (driver `kubernetes`).',
+    },
+    z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name'),
+  ),
+  SANDBOX_IMAGE: spec(
+    'SANDBOX_IMAGE',
+    {
+      description:
+        'Image of the sandbox pods; required with driver `kubernetes` (the admin policy may override it per repository).',
+    },
+    z.string().min(1),
+  ),
+  SANDBOX_SERVICE_ACCOUNT: spec(
+    'SANDBOX_SERVICE_ACCOUNT',
+    {
+      description:
+        'ServiceAccount of the sandbox pods (its token is never mounted). Unset: the namespace default.',
+    },
+    z.string().min(1),
+  ),
+  SANDBOX_RUNTIME_CLASS: spec(
+    'SANDBOX_RUNTIME_CLASS',
+    { description: 'RuntimeClass of the sandbox pods, e.g. `gvisor`. Unset: the cluster default.' },
+    z.string().min(1),
   ),
   WORKER_CONCURRENCY: spec(
     'WORKER_CONCURRENCY',
@@ -229,7 +271,10 @@ export const ENV_SPECS = {
   ),
   POLICY_FILE: spec(
     'POLICY_FILE',
-    { description: 'Path of the admin policy YAML file (limits, allowed repositories). Unset: built-in defaults.' },
+    {
+      description:
+        'Path of the admin policy YAML file (limits, allowed repositories). Unset: built-in defaults.',
+    },
     z.string().min(1),
   ),
   ADMIN_USER: spec(
@@ -249,14 +294,18 @@ export const ENV_SPECS = {
   ),
   TRAJECTORY_DIR: spec(
     'TRAJECTORY_DIR',
-    { default: join(DEFAULT_WORK_ROOT, 'trajectories'), description: 'Directory where trajectories are stored.' },
+    {
+      default: join(DEFAULT_WORK_ROOT, 'trajectories'),
+      description: 'Directory where trajectories are stored.',
+    },
     z.string().min(1),
   ),
   JOB_ATTEMPTS: spec(
     'JOB_ATTEMPTS',
     {
       default: '2',
-      description: 'Runs of a job after an infrastructure error (token exchange, Redis); outcomes are final.',
+      description:
+        'Runs of a job when a run ends in a temporary error (GitHub 5xx, token exchange); other outcomes are final.',
     },
     int(1, 10),
   ),
@@ -295,7 +344,8 @@ export const ENV_SPECS = {
     'SHUTDOWN_TIMEOUT_MS',
     {
       default: '30000',
-      description: 'At SIGTERM, how long to wait for requests and jobs before cancelling them (they are retried), ms.',
+      description:
+        'At SIGTERM, how long to wait for requests and jobs before cancelling them (they are retried), ms.',
     },
     int(0, 3_600_000),
   ),
@@ -303,7 +353,13 @@ export const ENV_SPECS = {
 
 /** The README table: every variable with its default and meaning. */
 export const ENV_DOCS: readonly EnvDoc[] = Object.values(ENV_SPECS).map(
-  ({ name, default: def, required, description, secret }) => ({ name, default: def, required, description, secret }),
+  ({ name, default: def, required, description, secret }) => ({
+    name,
+    default: def,
+    required,
+    description,
+    secret,
+  }),
 );
 
 /** Render {@link ENV_DOCS} as a Markdown table (for the README and `docs/github-app.md`). */
@@ -362,6 +418,12 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     );
   }
 
+  if (p.SANDBOX_DRIVER === 'kubernetes' && p.SANDBOX_IMAGE === undefined) {
+    problems.push(
+      'SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes — the image of the sandbox pods',
+    );
+  }
+
   if (problems.length > 0) {
     throw new AppError(
       'CONFIG_INVALID',
@@ -391,6 +453,10 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     modelName: p.MODEL_NAME!,
     modelApiKey: p.MODEL_API_KEY ?? null,
     sandboxDriver: p.SANDBOX_DRIVER!,
+    sandboxNamespace: p.SANDBOX_NAMESPACE!,
+    sandboxImage: p.SANDBOX_IMAGE ?? null,
+    sandboxServiceAccount: p.SANDBOX_SERVICE_ACCOUNT ?? null,
+    sandboxRuntimeClass: p.SANDBOX_RUNTIME_CLASS ?? null,
     workerConcurrency: p.WORKER_CONCURRENCY!,
     triggerLabel: p.TRIGGER_LABEL!,
     logLevel: p.LOG_LEVEL!,
@@ -433,7 +499,9 @@ function readPrivateKey(p: Parsed, problems: string[]): string | undefined {
   let name: string;
   if (inline !== undefined) {
     name = 'PRIVATE_KEY';
-    pem = inline.includes('-----BEGIN') ? inline.replace(/\\n/g, '\n') : Buffer.from(inline, 'base64').toString('utf8');
+    pem = inline.includes('-----BEGIN')
+      ? inline.replace(/\\n/g, '\n')
+      : Buffer.from(inline, 'base64').toString('utf8');
   } else {
     name = 'PRIVATE_KEY_PATH';
     try {
@@ -445,7 +513,9 @@ function readPrivateKey(p: Parsed, problems: string[]): string | undefined {
     }
   }
   if (!pem.includes('-----BEGIN')) {
-    problems.push(`${name}: not a PEM private key (expected "-----BEGIN ... PRIVATE KEY-----", or its base64)`);
+    problems.push(
+      `${name}: not a PEM private key (expected "-----BEGIN ... PRIVATE KEY-----", or its base64)`,
+    );
     return undefined;
   }
   try {
@@ -454,5 +524,5 @@ function readPrivateKey(p: Parsed, problems: string[]): string | undefined {
     problems.push(`${name}: the PEM private key cannot be parsed`);
     return undefined;
   }
-  return pem;
+  return `${pem.trim()}\n`;
 }

@@ -22,6 +22,12 @@ export const jobDataSchema = z.object({
   triggeredBy: z.object({ login: z.string().min(1), id: z.number().int().optional() }),
   /** ISO 8601 time the job was enqueued. */
   enqueuedAt: z.string().datetime(),
+  /**
+   * Id of the issue's status comment (`<!-- frognano:status -->`), created by `serve` before the job
+   * was enqueued, so the worker edits it instead of looking for it. Optional: without it the worker
+   * finds the comment by its marker.
+   */
+  statusCommentId: z.number().int().positive().optional(),
 });
 
 /** Job data, version 1. */

@@ -6,7 +6,13 @@ import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import tarStream from 'tar-stream';
-import { CoreV1Api, NetworkingV1Api, type KubeConfig, type V1Pod, type V1Toleration } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  NetworkingV1Api,
+  type KubeConfig,
+  type V1Pod,
+  type V1Toleration,
+} from '@kubernetes/client-node';
 import { AppError, isAppError } from '../../app-error.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { assertEgressBlocked, type EgressTarget } from '../egress-probe.js';
@@ -88,8 +94,13 @@ export interface KubernetesSandboxFactoryOptions {
   deadlineMarginMs?: number;
   /** How long to wait for a pod to be Running, ms. Default 180 000. */
   startTimeoutMs?: number;
-  /** Interval of pod status polls while waiting, ms. Default 1000. */
+  /** Longest interval of pod status polls while waiting (they start at 50 ms and double), ms. Default 1000. */
   pollIntervalMs?: number;
+  /**
+   * Interval of WebSocket pings on exec connections, ms, so that proxies and load balancers with an
+   * idle timeout do not cut a command that prints nothing for minutes. Default 30 000.
+   */
+  execPingIntervalMs?: number;
   /** Times a dead pod is recreated (and the calls replayed) per sandbox. Default 2. */
   maxRecoveries?: number;
   /** Directory of the worker-side copy of `copyIn` archives (kept for replay). Default os.tmpdir(). */
@@ -219,11 +230,14 @@ export function createKubernetesSandboxFactory(options: KubernetesSandboxFactory
         maxOutputBytes: limits.maxOutputBytes ?? d.maxOutputBytes,
         cpuSeconds: limits.cpuSeconds,
         spoolDir: options.spoolDir ?? tmpdir(),
+        pingIntervalMs: options.execPingIntervalMs ?? 30_000,
       });
       try {
         await sandbox.start();
         if (options.egressProbeTargets && options.egressProbeTargets.length > 0) {
-          await assertEgressBlocked(sandbox, options.egressProbeTargets, { timeoutMs: options.egressProbeTimeoutMs });
+          await assertEgressBlocked(sandbox, options.egressProbeTargets, {
+            timeoutMs: options.egressProbeTimeoutMs,
+          });
         }
         if (options.verify) await options.verify(sandbox);
         return sandbox;
@@ -247,6 +261,7 @@ interface SandboxInternals {
   maxOutputBytes: number;
   cpuSeconds: number | undefined;
   spoolDir: string;
+  pingIntervalMs: number;
 }
 
 /** One sandbox pod (and its successors after recovery). A class: it has a lifecycle. */
@@ -286,30 +301,52 @@ class KubernetesSandbox implements Sandbox {
     await this.#startPod();
   }
 
+  /** Re-create the NetworkPolicy if something (the janitor, a person) deleted it: never a pod without it. */
+  async #ensurePolicy(): Promise<void> {
+    const { objects } = this.#c;
+    try {
+      await this.#c.networking.createNamespacedNetworkPolicy({
+        namespace: objects.namespace,
+        body: buildSandboxNetworkPolicy(objects),
+      });
+    } catch (err) {
+      if (apiErrorInfo(err).status !== 409) throw refusal(err, 'NetworkPolicy', objects.namespace);
+    }
+  }
+
   async #startPod(): Promise<void> {
     const { objects } = this.#c;
     try {
-      await this.#c.core.createNamespacedPod({ namespace: objects.namespace, body: buildSandboxPod(objects, this.#attempt) });
+      await this.#c.core.createNamespacedPod({
+        namespace: objects.namespace,
+        body: buildSandboxPod(objects, this.#attempt),
+      });
     } catch (err) {
       throw refusal(err, 'pod', objects.namespace);
     }
     const deadline = Date.now() + this.#c.startTimeoutMs;
-    let detail = 'Pending';
+    // Polls start fast (a warm node starts a pod in well under a second) and back off.
+    let delay = Math.min(50, this.#c.pollIntervalMs);
     for (;;) {
       let pod: V1Pod;
       try {
         pod = await this.#c.core.readNamespacedPod({ name: this.#podName, namespace: objects.namespace });
       } catch (err) {
-        if (isNotFound(err)) throw new AppError('SANDBOX_UNAVAILABLE', 'the sandbox pod was deleted while starting');
-        throw new AppError('SANDBOX_UNAVAILABLE', `reading the sandbox pod failed: ${apiErrorInfo(err).message}`, {
-          retryable: true,
-          cause: err,
-        });
+        if (isNotFound(err))
+          throw new AppError('SANDBOX_UNAVAILABLE', 'the sandbox pod was deleted while starting');
+        throw new AppError(
+          'SANDBOX_UNAVAILABLE',
+          `reading the sandbox pod failed: ${apiErrorInfo(err).message}`,
+          {
+            retryable: true,
+            cause: err,
+          },
+        );
       }
       const startup = classifyPodStartup(pod, objects.image);
       if (startup.state === 'running') return;
       if (startup.state === 'failed') throw startup.error;
-      detail = startup.detail;
+      const detail = startup.detail;
       if (Date.now() >= deadline) {
         throw new AppError(
           'SANDBOX_UNAVAILABLE',
@@ -317,7 +354,8 @@ class KubernetesSandbox implements Sandbox {
           { retryable: true, details: { pod: this.#podName } },
         );
       }
-      await sleep(this.#c.pollIntervalMs);
+      await sleep(delay);
+      delay = Math.min(delay * 2, this.#c.pollIntervalMs);
     }
   }
 
@@ -373,7 +411,11 @@ class KubernetesSandbox implements Sandbox {
     return raw.stdout;
   }
 
-  async writeFile(filePath: string, data: Buffer | string, options: { mkdirs?: boolean } = {}): Promise<void> {
+  async writeFile(
+    filePath: string,
+    data: Buffer | string,
+    options: { mkdirs?: boolean } = {},
+  ): Promise<void> {
     this.#assertUsable();
     const abs = this.#absolute(filePath);
     const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
@@ -383,11 +425,16 @@ class KubernetesSandbox implements Sandbox {
     this.#journal.push({ kind: 'writeFile', path: abs, data: bytes, mkdirs });
   }
 
-  async list(dir?: string, options: { limit?: number } = {}): Promise<{ files: string[]; truncated: boolean }> {
+  async list(
+    dir?: string,
+    options: { limit?: number } = {},
+  ): Promise<{ files: string[]; truncated: boolean }> {
     this.#assertUsable();
     const abs = this.#absolute(dir ?? this.workdir);
     const limit = options.limit ?? 100_000;
-    const raw = await this.#withRecovery(() => this.#runScript(LIST_SCRIPT, [this.workdir, abs, String(limit + 1)]));
+    const raw = await this.#withRecovery(() =>
+      this.#runScript(LIST_SCRIPT, [this.workdir, abs, String(limit + 1)]),
+    );
     throwFileError(raw, abs);
     const files = raw.stdout
       .toString('utf8')
@@ -412,10 +459,14 @@ class KubernetesSandbox implements Sandbox {
     const deletions: Promise<unknown>[] = [
       this.#c.core.deleteNamespacedPod({ name: this.#podName, namespace, gracePeriodSeconds: 0 }),
     ];
-    if (this.#policyCreated) deletions.push(this.#c.networking.deleteNamespacedNetworkPolicy({ name, namespace }));
+    if (this.#policyCreated)
+      deletions.push(this.#c.networking.deleteNamespacedNetworkPolicy({ name, namespace }));
     for (const result of await Promise.allSettled(deletions)) {
       if (result.status === 'rejected' && !isNotFound(result.reason)) {
-        this.#c.logger.warn({ err: apiErrorInfo(result.reason).message }, 'sandbox cleanup failed; the janitor will retry');
+        this.#c.logger.warn(
+          { err: apiErrorInfo(result.reason).message },
+          'sandbox cleanup failed; the janitor will retry',
+        );
       }
     }
     if (this.#spoolDir) await rm(this.#spoolDir, { recursive: true, force: true }).catch(() => undefined);
@@ -450,7 +501,9 @@ class KubernetesSandbox implements Sandbox {
     for (;;) {
       if (this.#destroyed) throw gone('the sandbox was destroyed');
       if (death.reason === 'DeadlineExceeded') {
-        throw gone(`the sandbox pod reached its activeDeadlineSeconds (${this.#c.objects.activeDeadlineSeconds} s)`);
+        throw gone(
+          `the sandbox pod reached its activeDeadlineSeconds (${this.#c.objects.activeDeadlineSeconds} s)`,
+        );
       }
       if (this.#recoveries >= this.#c.maxRecoveries) {
         throw gone(
@@ -461,7 +514,12 @@ class KubernetesSandbox implements Sandbox {
       }
       this.#recoveries += 1;
       this.#c.logger.warn(
-        { reason: death.reason, message: death.message, recovery: this.#recoveries, calls: this.#journal.length },
+        {
+          reason: death.reason,
+          message: death.message,
+          recovery: this.#recoveries,
+          calls: this.#journal.length,
+        },
         'sandbox pod died; recreating it and replaying the recorded calls',
       );
       const { namespace } = this.#c.objects;
@@ -470,6 +528,7 @@ class KubernetesSandbox implements Sandbox {
         .catch(() => undefined);
       this.#attempt += 1;
       try {
+        await this.#ensurePolicy();
         await this.#startPod();
         await this.#replay();
         return;
@@ -489,9 +548,12 @@ class KubernetesSandbox implements Sandbox {
         await this.#copyOnce(entry);
       } else if (entry.kind === 'writeFile') {
         const raw = await this.#writeOnce(entry.path, entry.data, entry.mkdirs);
-        if (raw.code !== 0) throw gone(`replaying call ${index + 1} (writeFile ${entry.path}) failed after recovery`);
+        if (raw.code !== 0)
+          throw gone(`replaying call ${index + 1} (writeFile ${entry.path}) failed after recovery`);
       } else {
-        const options = entry.aborted ? { ...entry.options, timeoutMs: Math.max(1, entry.durationMs) } : entry.options;
+        const options = entry.aborted
+          ? { ...entry.options, timeoutMs: Math.max(1, entry.durationMs) }
+          : entry.options;
         const result = toExecResult(await this.#runCommand(entry.command, options), 0);
         if (!entry.aborted && (result.exitCode !== entry.exitCode || result.timedOut !== entry.timedOut)) {
           throw gone(
@@ -514,10 +576,14 @@ class KubernetesSandbox implements Sandbox {
     return path.posix.resolve(this.workdir, p);
   }
 
-  async #runCommand(command: readonly string[] | string, options: Omit<ExecOptions, 'signal'> & { signal?: AbortSignal }): Promise<RawResult> {
+  async #runCommand(
+    command: readonly string[] | string,
+    options: Omit<ExecOptions, 'signal'> & { signal?: AbortSignal },
+  ): Promise<RawResult> {
     const env: Record<string, string> = { ...BASE_ENV };
     for (const [key, value] of Object.entries(options.env ?? {})) {
-      if (!ENV_NAME.test(key)) throw new AppError('SANDBOX_EXEC_FAILED', `invalid environment variable name "${key}"`);
+      if (!ENV_NAME.test(key))
+        throw new AppError('SANDBOX_EXEC_FAILED', `invalid environment variable name "${key}"`);
       env[key] = value;
     }
     const envArgs = ['env', '-i', ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
@@ -533,7 +599,8 @@ class KubernetesSandbox implements Sandbox {
     } else {
       if (command.length === 0 || !command[0]) throw new AppError('SANDBOX_EXEC_FAILED', 'empty command');
       // `env` would take a first word with "=" for an assignment.
-      if (command[0].includes('=')) throw new AppError('SANDBOX_EXEC_FAILED', `cannot run a program named "${command[0]}"`);
+      if (command[0].includes('='))
+        throw new AppError('SANDBOX_EXEC_FAILED', `cannot run a program named "${command[0]}"`);
       program = command[0];
       argv = [...envArgs, ...command];
     }
@@ -555,12 +622,15 @@ class KubernetesSandbox implements Sandbox {
     args: string[],
     options: { stdin?: Buffer; maxOutputBytes?: number } = {},
   ): Promise<RawResult> {
-    return this.#wrapped(['env', '-i', `PATH=${BASE_ENV.PATH}`, 'LC_ALL=C.UTF-8', 'sh', '-c', script, 'frognano', ...args], {
-      cwd: '/',
-      program: 'sh',
-      stdin: options.stdin,
-      maxOutputBytes: options.maxOutputBytes ?? this.#c.maxOutputBytes,
-    });
+    return this.#wrapped(
+      ['env', '-i', `PATH=${BASE_ENV.PATH}`, 'LC_ALL=C.UTF-8', 'sh', '-c', script, 'frognano', ...args],
+      {
+        cwd: '/',
+        program: 'sh',
+        stdin: options.stdin,
+        maxOutputBytes: options.maxOutputBytes ?? this.#c.maxOutputBytes,
+      },
+    );
   }
 
   async #writeOnce(abs: string, data: Buffer, mkdirs: boolean): Promise<RawResult> {
@@ -571,7 +641,19 @@ class KubernetesSandbox implements Sandbox {
     let raw: RawResult;
     try {
       raw = await this.#wrapped(
-        ['env', '-i', `PATH=${BASE_ENV.PATH}`, `TMPDIR=${POD_TMPDIR}`, 'sh', '-c', COPY_IN_SCRIPT, 'frognano', this.workdir, String(entry.size), entry.sha256],
+        [
+          'env',
+          '-i',
+          `PATH=${BASE_ENV.PATH}`,
+          `TMPDIR=${POD_TMPDIR}`,
+          'sh',
+          '-c',
+          COPY_IN_SCRIPT,
+          'frognano',
+          this.workdir,
+          String(entry.size),
+          entry.sha256,
+        ],
         {
           cwd: '/',
           program: 'sh',
@@ -582,14 +664,22 @@ class KubernetesSandbox implements Sandbox {
       );
     } catch (err) {
       if (isAppError(err, 'SANDBOX_EXEC_FAILED')) {
-        throw new AppError('SANDBOX_COPY_FAILED', `the copy into the sandbox did not arrive whole: ${err.message}`, { cause: err });
+        throw new AppError(
+          'SANDBOX_COPY_FAILED',
+          `the copy into the sandbox did not arrive whole: ${err.message}`,
+          { cause: err },
+        );
       }
       throw err;
     }
     if (raw.state === 'timeout') {
-      throw new AppError('SANDBOX_COPY_FAILED', `the copy into the sandbox did not finish within ${entry.timeoutMs} ms`, {
-        retryable: true,
-      });
+      throw new AppError(
+        'SANDBOX_COPY_FAILED',
+        `the copy into the sandbox did not finish within ${entry.timeoutMs} ms`,
+        {
+          retryable: true,
+        },
+      );
     }
     if (raw.code !== 0) {
       throw new AppError(
@@ -696,6 +786,7 @@ class KubernetesSandbox implements Sandbox {
         command,
         stdin: { buffers, stream: o.stdinStream?.open() },
         maxOutputBytes: o.maxOutputBytes,
+        pingIntervalMs: this.#c.pingIntervalMs,
         // Backstop only: the wrapper's watchdog ends the command; the pod deadline bounds the rest.
         hardTimeoutMs:
           timeoutMs > 0 ? timeoutMs + 120_000 : (this.#c.objects.activeDeadlineSeconds + 60) * 1000,
@@ -706,7 +797,9 @@ class KubernetesSandbox implements Sandbox {
         if (death) throw new PodDiedError(death);
         throw new AppError(
           'SANDBOX_EXEC_FAILED',
-          err.phase === 'connect' ? `the command could not be started: ${err.message}` : `the command's output stream was cut short: ${err.message}`,
+          err.phase === 'connect'
+            ? `the command could not be started: ${err.message}`
+            : `the command's output stream was cut short: ${err.message}`,
           { retryable: true, cause: err, details: { pod: this.#podName } },
         );
       }
@@ -720,16 +813,22 @@ class KubernetesSandbox implements Sandbox {
   async #interpret(response: PodExecResponse, nonce: string): Promise<RawResult> {
     const outTail = response.stdout.tail().toString('latin1');
     const errTail = response.stderr.tail().toString('latin1');
-    const outMatch = new RegExp(`\\n${nonce} (exit|timeout|killed|cwd|nostart|stdin) (\\d+)\\n$`).exec(outTail);
+    const outMatch = new RegExp(`\\n${nonce} (exit|timeout|killed|cwd|nostart|stdin) (\\d+)\\n$`).exec(
+      outTail,
+    );
     const errOk = errTail.endsWith(`\n${nonce}\n`);
     if (!outMatch || !errOk) {
       const death = await this.#deathOf();
       if (death) throw new PodDiedError(death);
       const why = response.status?.message ? ` (status: ${response.status.message})` : '';
-      throw new AppError('SANDBOX_EXEC_FAILED', `the command's output stream was cut short: no end-of-output marker${why}`, {
-        retryable: true,
-        details: { pod: this.#podName },
-      });
+      throw new AppError(
+        'SANDBOX_EXEC_FAILED',
+        `the command's output stream was cut short: no end-of-output marker${why}`,
+        {
+          retryable: true,
+          details: { pod: this.#podName },
+        },
+      );
     }
     const state = outMatch[1]!;
     const code = Number(outMatch[2]);
@@ -741,9 +840,12 @@ class KubernetesSandbox implements Sandbox {
         { retryable: true },
       );
     }
-    if (state === 'cwd') throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such working directory');
-    if (state === 'nostart') throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such program');
-    if (state === 'stdin') throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: its stdin arrived short');
+    if (state === 'cwd')
+      throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such working directory');
+    if (state === 'nostart')
+      throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such program');
+    if (state === 'stdin')
+      throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: its stdin arrived short');
     const outTrailer = outMatch[0].length;
     const errTrailer = nonce.length + 2;
     const outLength = response.stdout.total - outTrailer;
@@ -779,7 +881,10 @@ class KubernetesSandbox implements Sandbox {
   /** Why the current pod is dead, or null when it is alive (or its state cannot be read). */
   async #deathOf(): Promise<PodDeath | null> {
     try {
-      const pod = await this.#c.core.readNamespacedPod({ name: this.#podName, namespace: this.#c.objects.namespace });
+      const pod = await this.#c.core.readNamespacedPod({
+        name: this.#podName,
+        namespace: this.#c.objects.namespace,
+      });
       return podDeath(pod);
     } catch (err) {
       if (isNotFound(err)) return podDeath(null);
@@ -830,11 +935,18 @@ function throwFileError(raw: RawResult, abs: string): void {
   if (raw.code === 0 && raw.state === 'exit') return;
   const lines = raw.stderr.toString('utf8').trim().split('\n');
   const errno = raw.code === FILE_ERROR_EXIT ? (lines[lines.length - 1] ?? 'EIO') : 'EIO';
-  throw new SandboxFileError(errno, abs, `${errno}: ${abs}${raw.code === FILE_ERROR_EXIT ? '' : ` (${lines.join(' ').slice(0, 300)})`}`);
+  throw new SandboxFileError(
+    errno,
+    abs,
+    `${errno}: ${abs}${raw.code === FILE_ERROR_EXIT ? '' : ` (${lines.join(' ').slice(0, 300)})`}`,
+  );
 }
 
 function gone(message: string, death?: PodDeath): AppError {
-  return new AppError('SANDBOX_GONE', message, { retryable: true, details: death ? { reason: death.reason } : undefined });
+  return new AppError('SANDBOX_GONE', message, {
+    retryable: true,
+    details: death ? { reason: death.reason } : undefined,
+  });
 }
 
 /** The error for a refused create of the policy or the pod, with the fix. */
@@ -857,10 +969,14 @@ function refusal(err: unknown, what: string, namespace: string): AppError {
     );
   }
   if (info.status === 404) {
-    return new AppError('SANDBOX_UNAVAILABLE', `namespace ${namespace} does not exist (creating the sandbox ${what}): ${info.message}`, {
-      cause: err,
-      details: { status: 404 },
-    });
+    return new AppError(
+      'SANDBOX_UNAVAILABLE',
+      `namespace ${namespace} does not exist (creating the sandbox ${what}): ${info.message}`,
+      {
+        cause: err,
+        details: { status: 404 },
+      },
+    );
   }
   return new AppError(
     'SANDBOX_UNAVAILABLE',

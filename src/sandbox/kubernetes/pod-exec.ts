@@ -31,7 +31,9 @@ export const execStatusSchema = z.looseObject({
   message: z.string().optional(),
   details: z
     .looseObject({
-      causes: z.array(z.looseObject({ reason: z.string().optional(), message: z.string().optional() })).optional(),
+      causes: z
+        .array(z.looseObject({ reason: z.string().optional(), message: z.string().optional() }))
+        .optional(),
     })
     .optional(),
 });
@@ -201,14 +203,23 @@ export async function execInPod(request: PodExecRequest): Promise<PodExecRespons
         } catch {
           // not JSON: keep the text
         }
-        finish(new PodExecError(`exec refused (HTTP ${res.statusCode}): ${message}`, 'connect', res.statusCode));
+        finish(
+          new PodExecError(`exec refused (HTTP ${res.statusCode}): ${message}`, 'connect', res.statusCode),
+        );
       });
-      res.on('error', () => finish(new PodExecError(`exec refused (HTTP ${res.statusCode})`, 'connect', res.statusCode)));
+      res.on('error', () =>
+        finish(new PodExecError(`exec refused (HTTP ${res.statusCode})`, 'connect', res.statusCode)),
+      );
     });
     ws.on('open', () => {
       opened = true;
       if (ws.protocol !== EXEC_SUBPROTOCOL) {
-        finish(new PodExecError(`the server chose subprotocol "${ws.protocol}", not ${EXEC_SUBPROTOCOL}`, 'connect'));
+        finish(
+          new PodExecError(
+            `the server chose subprotocol "${ws.protocol}", not ${EXEC_SUBPROTOCOL}`,
+            'connect',
+          ),
+        );
         return;
       }
       const interval = request.pingIntervalMs ?? 30_000;
@@ -219,7 +230,11 @@ export async function execInPod(request: PodExecRequest): Promise<PodExecRespons
       sendStdin(ws, request.stdin).catch((err: unknown) => {
         // A send failing means the socket is going away; the close handler reports it.
         if (!settled && ws.readyState !== WebSocket.OPEN) return;
-        finish(new PodExecError(`sending stdin failed: ${(err as Error).message}`, 'cut', undefined, { cause: err }));
+        finish(
+          new PodExecError(`sending stdin failed: ${(err as Error).message}`, 'cut', undefined, {
+            cause: err,
+          }),
+        );
       });
     });
     ws.on('message', (data: Buffer, isBinary: boolean) => {
@@ -242,12 +257,19 @@ export async function execInPod(request: PodExecRequest): Promise<PodExecRespons
       }
     });
     ws.on('error', (err) => {
-      finish(new PodExecError(`exec socket error: ${err.message}`, opened ? 'cut' : 'connect', undefined, { cause: err }));
+      finish(
+        new PodExecError(`exec socket error: ${err.message}`, opened ? 'cut' : 'connect', undefined, {
+          cause: err,
+        }),
+      );
     });
     ws.on('close', (code) => {
       if (!opened) return; // 'unexpected-response' or 'error' reports it
       if (status) finish(null);
-      else finish(new PodExecError(`exec stream closed (code ${code}) before the command's status arrived`, 'cut'));
+      else
+        finish(
+          new PodExecError(`exec stream closed (code ${code}) before the command's status arrived`, 'cut'),
+        );
     });
   });
 }
@@ -269,6 +291,8 @@ async function sendChunk(ws: WebSocket, chunk: Buffer): Promise<void> {
     const frame = Buffer.allocUnsafe(part.length + 1);
     frame[0] = 0;
     part.copy(frame, 1);
-    await new Promise<void>((resolve, reject) => ws.send(frame, { binary: true }, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      ws.send(frame, { binary: true }, (err) => (err ? reject(err) : resolve())),
+    );
   }
 }

@@ -9,15 +9,22 @@ import { AppError } from '../../app-error.js';
  */
 
 /** Waiting reasons that mean the image will not be pulled without someone fixing something. */
-const IMAGE_PULL_REASONS = new Set(['ImagePullBackOff', 'ErrImagePull', 'InvalidImageName', 'ErrImageNeverPull']);
+const IMAGE_PULL_REASONS = new Set([
+  'ImagePullBackOff',
+  'ErrImagePull',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+]);
 /** Waiting reasons that mean the container cannot be created as specified. */
-const CREATE_FAILED_REASONS = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+const CREATE_FAILED_REASONS = new Set([
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
 
 /** Where a pod is on its way to Running. */
 export type PodStartup =
-  | { state: 'running' }
-  | { state: 'pending'; detail: string }
-  | { state: 'failed'; error: AppError };
+  { state: 'running' } | { state: 'pending'; detail: string } | { state: 'failed'; error: AppError };
 
 /**
  * Classify a pod while waiting for it to run.

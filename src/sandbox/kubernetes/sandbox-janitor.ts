@@ -57,7 +57,10 @@ export function createSandboxJanitor(options: SandboxJanitorOptions): SandboxJan
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<SweepReport> | undefined;
 
-  const isStale = async (meta: V1ObjectMeta | undefined, cache: Map<string, Promise<boolean>>): Promise<boolean> => {
+  const isStale = async (
+    meta: V1ObjectMeta | undefined,
+    cache: Map<string, Promise<boolean>>,
+  ): Promise<boolean> => {
     const created = meta?.creationTimestamp ? new Date(meta.creationTimestamp).getTime() : 0;
     if (now().getTime() - created < minAgeMs) return false;
     const deadline = meta?.annotations?.[SANDBOX_ANNOTATIONS.deadline];
@@ -68,7 +71,10 @@ export function createSandboxJanitor(options: SandboxJanitorOptions): SandboxJan
       cache.set(
         jobId,
         options.isJobActive(jobId).catch((err: unknown) => {
-          logger.warn({ jobId, err: (err as Error).message }, 'janitor: isJobActive failed; keeping the sandbox');
+          logger.warn(
+            { jobId, err: (err as Error).message },
+            'janitor: isJobActive failed; keeping the sandbox',
+          );
           return true;
         }),
       );
@@ -81,7 +87,10 @@ export function createSandboxJanitor(options: SandboxJanitorOptions): SandboxJan
     const cache = new Map<string, Promise<boolean>>();
     const [podList, policyList] = await Promise.all([
       core.listNamespacedPod({ namespace: options.namespace, labelSelector: SANDBOX_SELECTOR }),
-      networking.listNamespacedNetworkPolicy({ namespace: options.namespace, labelSelector: SANDBOX_SELECTOR }),
+      networking.listNamespacedNetworkPolicy({
+        namespace: options.namespace,
+        labelSelector: SANDBOX_SELECTOR,
+      }),
     ]);
     const livePods = new Set<string>();
     for (const pod of podList.items) {
@@ -133,7 +142,9 @@ export function createSandboxJanitor(options: SandboxJanitorOptions): SandboxJan
       if (timer) return;
       const tick = (): void => {
         if (running) return;
-        sweep().catch((err: unknown) => logger.warn({ err: apiErrorInfo(err).message }, 'janitor sweep failed'));
+        sweep().catch((err: unknown) =>
+          logger.warn({ err: apiErrorInfo(err).message }, 'janitor sweep failed'),
+        );
       };
       tick();
       timer = setInterval(tick, intervalMs);

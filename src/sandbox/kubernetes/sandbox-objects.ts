@@ -98,7 +98,11 @@ export function sandboxName(jobId: string, suffix: string): string {
     .replace(/^-+|-+$/g, '')
     .slice(0, 30)
     .replace(/-+$/, '');
-  const tail = suffix.toLowerCase().replace(/[^a-z0-9]/g, '').slice(0, 12) || 'x';
+  const tail =
+    suffix
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '')
+      .slice(0, 12) || 'x';
   return `fn-sbx-${job || 'job'}-${tail}`;
 }
 

@@ -1,0 +1,157 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { loadEnv, type AppEnv } from '../../config/env.js';
+import {
+  checkTriggerAllowed,
+  createTeamMembershipCheck,
+  resolveEffectivePolicy,
+} from '../../config/policy.js';
+import { createPolicyStore, createStaticPolicyStore, type PolicyStore } from '../../config/policy-store.js';
+import { loadRepoConfigs } from '../../config/repo-config.js';
+import { createAdminRouter } from '../../github-app/admin-routes.js';
+import { createInstallationClients } from '../../github-app/github-client.js';
+import { registerReviewHandler } from '../../github-app/review-handler.js';
+import { startServer, type RunningServer } from '../../github-app/server.js';
+import type { TriggerCheck } from '../../github-app/trigger-rules.js';
+import { createLogger, type Logger } from '../../observability/logger.js';
+
+const USAGE = `usage: frognano-bot serve
+
+Start the GitHub App server: the webhook route (WEBHOOK_PATH, default /api/github/webhooks),
+/healthz, /readyz, /metrics and /admin. Configuration comes from environment variables (see the
+README: APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET, GHE_HOST, REDIS_URL, …).
+SIGTERM or SIGINT drains in-flight requests, then exits 0.
+`;
+
+/** Options of {@link startServe}. */
+export interface StartServeOptions {
+  env: AppEnv;
+  logger: Logger;
+  /** Admin policy store; default: from POLICY_FILE (watched), else built-in defaults. */
+  policyStore?: PolicyStore;
+  /** Port and bind address overriding PORT and HOST (port 0: any free port, for tests). */
+  port?: number;
+  host?: string;
+}
+
+/** A running `serve` with its policy store. */
+export interface RunningServe extends RunningServer {
+  policyStore: PolicyStore;
+}
+
+/**
+ * `frognano-bot serve` as a function (the e2e test calls it in-process): the server of
+ * `github-app/server.ts` wired to the admin policy (trigger label, attempts, allowed repositories
+ * and teams), the `/admin` views and the pull request review handler.
+ */
+export async function startServe(options: StartServeOptions): Promise<RunningServe> {
+  const { env, logger } = options;
+  const policyStore =
+    options.policyStore ??
+    (env.policyFile ? createPolicyStore({ path: env.policyFile, logger }) : createStaticPolicyStore());
+  const effective = (repo: string) => resolveEffectivePolicy({ policy: policyStore.current(), repo });
+
+  const checkTrigger: TriggerCheck = async ({ owner, repo, sender, octokit }) => {
+    const fullName = `${owner}/${repo}`;
+    const decision = await checkTriggerAllowed(effective(fullName), {
+      repo: fullName,
+      sender,
+      isTeamMember: createTeamMembershipCheck(octokit),
+    });
+    return decision.allowed ? { allowed: true } : { allowed: false, reason: decision.reason };
+  };
+  const clients = createInstallationClients({ ...env, logger, throttle: false });
+
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      env,
+      logger,
+      policyStore,
+      port: options.port,
+      host: options.host,
+      // The admin policy may set another label or attempts for some repositories; else the env value.
+      triggerLabel: (repo) => {
+        const p = effective(repo);
+        return p.sources.label && p.sources.label !== 'default' ? p.label : env.triggerLabel;
+      },
+      attemptsFor: (repo) => {
+        const p = effective(repo);
+        return p.sources.attempts && p.sources.attempts !== 'default' ? p.attempts : env.jobAttempts;
+      },
+      checkTriggerAllowed: checkTrigger,
+      admin: ({ queue, probot }) =>
+        createAdminRouter({
+          queues: [queue],
+          policyStore,
+          adminUser: env.adminUser ?? undefined,
+          adminPassword: env.adminPassword ?? undefined,
+          basePath: '/admin',
+          logger,
+          loadRepoConfigs: async (owner, name) => {
+            const app = await probot.auth();
+            const installation = await app.request('GET /repos/{owner}/{repo}/installation', {
+              owner,
+              repo: name,
+            });
+            const octokit = await clients.get(z.object({ id: z.number() }).parse(installation.data).id);
+            const repo = await octokit.request('GET /repos/{owner}/{repo}', { owner, repo: name });
+            const defaultBranch = z.object({ default_branch: z.string() }).parse(repo.data).default_branch;
+            return loadRepoConfigs(octokit, owner, name, defaultBranch);
+          },
+        }),
+      extraHandlers: [(app) => registerReviewHandler(app, { appId: env.appId })],
+    });
+  } catch (err) {
+    policyStore.close();
+    throw err;
+  }
+  const close = server.close.bind(server);
+  return Object.assign(server, {
+    policyStore,
+    async close() {
+      await close();
+      policyStore.close();
+    },
+  });
+}
+
+/** `frognano-bot serve`: read the environment, serve until SIGTERM/SIGINT, drain, return 0. */
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const env = loadEnv();
+  const logger = createLogger({ level: env.logLevel });
+  const server = await startServe({ env, logger });
+  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
+  logger.info({ signal }, 'stopping');
+  await server.close();
+  exitSoon(0);
+  return 0;
+}
+
+/** Resolve with the name of the first of `signals` the process receives. */
+export function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const handler = (signal: NodeJS.Signals) => {
+      for (const s of signals) process.off(s, handler);
+      resolve(signal);
+    };
+    for (const s of signals) process.on(s, handler);
+  });
+}
+
+/**
+ * Exit with `code` in one second if something (a library timer or socket) still holds the event loop
+ * after a clean shutdown; the timer itself does not keep the process alive.
+ */
+export function exitSoon(code: number): void {
+  setTimeout(() => process.exit(code), 1000).unref();
+}

@@ -1,0 +1,342 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import type { Redis } from 'ioredis';
+import { AppError } from '../../app-error.js';
+import { loadEnv, type AppEnv } from '../../config/env.js';
+import { resolveEffectivePolicy } from '../../config/policy.js';
+import { createPolicyStore, createStaticPolicyStore, type PolicyStore } from '../../config/policy-store.js';
+import { loadRepoConfigs } from '../../config/repo-config.js';
+import {
+  createInstallationClients,
+  createProbotApp,
+  type InstallationOctokit,
+} from '../../github-app/github-client.js';
+import { publishPullRequest } from '../../github-app/pull-request.js';
+import { checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
+import type { ChatModel } from '../../llm/chat-model.js';
+import { createSglangClient } from '../../llm/sglang-client.js';
+import { createLogger, type Logger } from '../../observability/logger.js';
+import { createMetrics, type Metrics } from '../../observability/metrics.js';
+import { noreplyEmail } from '../../pipeline/publish-change.js';
+import { runJob, type JobPolicy } from '../../pipeline/run-job.js';
+import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
+import type { JobData } from '../../queue/job-data.js';
+import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
+import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
+import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
+import type { SandboxFactory } from '../../sandbox/sandbox.js';
+import { exitSoon, waitForSignal } from './serve.js';
+
+const USAGE = `usage: frognano-bot worker
+
+Start a queue worker: takes jobs from Redis (REDIS_URL), runs the pipeline (clone, sandbox, agent,
+tests, draft pull request) with WORKER_CONCURRENCY jobs at once, and serves /healthz, /readyz and
+/metrics on WORKER_PORT. Configuration comes from environment variables (see the README).
+SIGTERM or SIGINT stops taking jobs, waits up to SHUTDOWN_TIMEOUT_MS for running ones, then hands
+the rest back to the queue, and exits 0.
+`;
+
+/** Options of {@link startWorker}. Everything but `env` and `logger` has a production default. */
+export interface StartWorkerOptions {
+  env: AppEnv;
+  logger: Logger;
+  /** Replace the whole pipeline (queue tests). Default: `runJob` with dependencies from `env`. */
+  run?: JobRunner;
+  /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
+  sandboxFactory?: SandboxFactory;
+  /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
+  createModel?: () => ChatModel;
+  /** Admin policy store; default: from POLICY_FILE (watched), else built-in defaults. */
+  policyStore?: PolicyStore;
+  /**
+   * Octokit request throttling (writes ≥ 1 s apart, content creation ≥ 3 s apart, against GitHub's
+   * secondary rate limits). Default true; tests turn it off for speed.
+   */
+  throttle?: boolean;
+  /** Port of `/healthz`, `/readyz` and `/metrics` overriding WORKER_PORT (0: any free port; null: none). */
+  port?: number | null;
+  metrics?: Metrics;
+  /** Minimum time between "running (step n)" edits of the status comment, ms. Default 10 000. */
+  progressIntervalMs?: number;
+}
+
+/** A running worker process. */
+export interface RunningWorker {
+  jobWorker: JobWorker;
+  metrics: Metrics;
+  /** `http://127.0.0.1:PORT` of the health and metrics server, or null when there is none. */
+  url: string | null;
+  /**
+   * Graceful stop: no new jobs; running ones get SHUTDOWN_TIMEOUT_MS to finish, then are cancelled
+   * and go back to the queue; then connections and the HTTP server close. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * `frognano-bot worker` as a function (the e2e test calls it in-process).
+ *
+ * Per job the pipeline gets: an installation-authenticated client (token in this process only),
+ * the repository's effective policy (admin policy → org and repo `.github/frognano.yml`, clamped;
+ * invalid config → refused with the messages; a disabled repository → refused), the sandbox
+ * factory, the model client, and the app's commit identity `<slug>[bot]`.
+ */
+export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
+  const { env, logger } = options;
+  const metrics = options.metrics ?? createMetrics();
+  const policyStore =
+    options.policyStore ??
+    (env.policyFile ? createPolicyStore({ path: env.policyFile, logger }) : createStaticPolicyStore());
+  const redis = createRedisConnection(env.redisUrl, 'worker', { logger, name: 'frognano-worker' });
+  const subscriber = createRedisConnection(env.redisUrl, 'subscriber', {
+    logger,
+    name: 'frognano-worker-cancel',
+  });
+  const connections: Redis[] = [redis, subscriber];
+  const clients = createInstallationClients({ ...env, logger, throttle: options.throttle });
+  const probot = createProbotApp({ ...env, logger, throttle: false });
+  const botLogin = resolveBotLogin(probot, logger);
+  await botLogin.refresh(5_000);
+
+  const effective = (repo: string) => resolveEffectivePolicy({ policy: policyStore.current(), repo });
+  const limiter = createConcurrencyLimiter({
+    redis,
+    keyPrefix: `${env.queuePrefix}:{concurrency}`,
+    globalLimit: 0,
+    leaseMs: 60_000,
+  });
+
+  let jobWorker: JobWorker;
+  try {
+    const run =
+      options.run ??
+      createPipelineRunner({
+        env,
+        logger,
+        options,
+        policyStore,
+        botLogin: () => botLogin.get(),
+        sandboxFactory: options.sandboxFactory ?? (await createSandboxFactory(env, logger)),
+      });
+    jobWorker = await createJobWorker({
+      redis,
+      subscriber,
+      prefix: env.queuePrefix,
+      queueName: env.queueName,
+      concurrency: env.workerConcurrency,
+      lockDurationMs: env.jobLockDurationMs,
+      stalledIntervalMs: env.stalledIntervalMs,
+      maxStalledCount: env.maxStalledCount,
+      cancelPollMs: env.cancelPollMs,
+      shutdownTimeoutMs: env.shutdownTimeoutMs,
+      getOctokit: (id) => clients.get(id),
+      run,
+      botLogin: () => botLogin.get(),
+      concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
+      progressIntervalMs: options.progressIntervalMs,
+      logger,
+      metrics,
+    });
+  } catch (err) {
+    for (const c of connections) await closeRedis(c);
+    policyStore.close();
+    throw err;
+  }
+  // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
+
+  let closing = false;
+  const port = options.port === undefined ? env.workerPort : options.port;
+  let http: Server | null = null;
+  let url: string | null = null;
+  if (port !== null && !(options.port === undefined && env.workerPort === 0)) {
+    http = createServer((req, res) => {
+      void (async () => {
+        const path = (req.url ?? '/').split('?')[0];
+        if (req.method === 'GET' && path === '/healthz') {
+          res.writeHead(closing ? 503 : 200, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              status: closing ? 'stopping' : 'ok',
+              activeJobs: jobWorker.activeJobIds().length,
+            }),
+          );
+        } else if (req.method === 'GET' && path === '/readyz') {
+          const report = await checkReadiness({
+            redis,
+            modelUrl: env.modelUrl,
+            modelApiKey: env.modelApiKey,
+            policyStore,
+            draining: closing,
+          });
+          res
+            .writeHead(report.ready ? 200 : 503, { 'content-type': 'application/json' })
+            .end(JSON.stringify(report));
+        } else if (req.method === 'GET' && path === '/metrics') {
+          const text = await metrics.registry.metrics();
+          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
+        } else {
+          res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        }
+      })().catch((err: unknown) => {
+        logger.error({ err }, 'worker HTTP request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    const server = http;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, () => resolve());
+    });
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+  logger.info(
+    { concurrency: env.workerConcurrency, url, sandboxDriver: env.sandboxDriver },
+    'worker started',
+  );
+
+  let closed: Promise<void> | null = null;
+  return {
+    jobWorker,
+    metrics,
+    url,
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        await jobWorker.close();
+        for (const c of connections) await closeRedis(c);
+        policyStore.close();
+        if (http) {
+          const server = http;
+          await new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          });
+        }
+        logger.info('worker stopped');
+      })();
+      return closed;
+    },
+  };
+}
+
+/**
+ * The production job runner: the pipeline's `runJob` with dependencies built from the environment.
+ * Dependencies that hold no per-job state (sandbox factory, model client factory) are made once.
+ */
+function createPipelineRunner(input: {
+  env: AppEnv;
+  logger: Logger;
+  options: StartWorkerOptions;
+  policyStore: PolicyStore;
+  botLogin: () => string | undefined;
+  sandboxFactory: SandboxFactory;
+}): JobRunner {
+  const { env, logger, options, policyStore, sandboxFactory } = input;
+  const createModel =
+    options.createModel ??
+    (() =>
+      createSglangClient({
+        baseURL: env.modelUrl,
+        model: env.modelName,
+        apiKey: env.modelApiKey ?? undefined,
+        logger,
+      }));
+  const host = env.gheHost ?? 'github.com';
+
+  return (data, ctx) => {
+    const login = input.botLogin() ?? 'frognano[bot]';
+    return runJob(
+      data,
+      {
+        octokit: ctx.octokit,
+        gitBaseUrl: env.githubWebUrl,
+        sandboxFactory,
+        createModel,
+        modelUrl: env.modelUrl,
+        workDir: env.workDir,
+        trajectoryDir: env.trajectoryDir,
+        resolvePolicy: (job, { defaultBranch }) =>
+          resolveJobPolicy(ctx.octokit, job, defaultBranch, policyStore),
+        appIdentity: { name: login, email: noreplyEmail({ login }, host) },
+        publishPullRequest,
+      },
+      { signal: ctx.signal, logger: ctx.logger, progress: ctx.progress, jobId: ctx.jobId },
+    );
+  };
+}
+
+/**
+ * The effective policy of a job's repository: admin policy, then the org and repository
+ * `.github/frognano.yml` read from their default branches.
+ *
+ * @throws AppError `CONFIG_INVALID` (with `details.messages`) when a config file is invalid, and
+ *   `POLICY_REFUSED` when the admin policy does not enable the repository.
+ */
+async function resolveJobPolicy(
+  octokit: InstallationOctokit,
+  job: JobData,
+  defaultBranch: string,
+  policyStore: PolicyStore,
+): Promise<JobPolicy> {
+  const loaded = await loadRepoConfigs(octokit, job.owner, job.repo, defaultBranch);
+  if (loaded.errors.length > 0) {
+    throw new AppError('CONFIG_INVALID', 'the FrogNano configuration of this repository is invalid', {
+      details: { messages: loaded.errors },
+    });
+  }
+  const repo = `${job.owner}/${job.repo}`;
+  const policy = resolveEffectivePolicy({
+    policy: policyStore.current(),
+    repo,
+    orgConfig: loaded.orgConfig,
+    repoConfig: loaded.repoConfig,
+  });
+  if (!policy.enabled) {
+    throw new AppError('POLICY_REFUSED', `FrogNano bot is not enabled for ${repo} by the admin policy`);
+  }
+  return policy;
+}
+
+/**
+ * The sandbox factory of SANDBOX_DRIVER. The Kubernetes client is imported only for that driver:
+ * loading it takes seconds.
+ */
+async function createSandboxFactory(env: AppEnv, logger: Logger): Promise<SandboxFactory> {
+  if (env.sandboxDriver === 'local') return createLocalSandboxFactory({ logger });
+  if (!env.sandboxImage) {
+    throw new AppError('CONFIG_INVALID', 'SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes');
+  }
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const { createKubernetesSandboxFactory } = await import('../../sandbox/kubernetes/kubernetes-sandbox.js');
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return createKubernetesSandboxFactory({
+    kubeConfig,
+    namespace: env.sandboxNamespace,
+    image: env.sandboxImage,
+    serviceAccountName: env.sandboxServiceAccount ?? undefined,
+    runtimeClassName: env.sandboxRuntimeClass ?? undefined,
+    logger,
+  });
+}
+
+/** `frognano-bot worker`: read the environment, work until SIGTERM/SIGINT, hand jobs back, return 0. */
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const env = loadEnv();
+  const logger = createLogger({ level: env.logLevel });
+  const worker = await startWorker({ env, logger });
+  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
+  logger.info({ signal }, 'stopping: no new jobs; waiting for running ones');
+  await worker.close();
+  exitSoon(0);
+  return 0;
+}

@@ -1,0 +1,68 @@
+import { AppError, isAppError } from '../app-error.js';
+import { runGit } from './run-git.js';
+
+/**
+ * Apply a patch (`git diff --binary` output, as produced in the sandbox) to a working tree and its
+ * index, all or nothing (`git apply --binary --index`). git's own safety rules stay on: no paths
+ * outside the tree (`--unsafe-paths` is not given), no writes through a symbolic link.
+ *
+ * @param dir the worker's clone.
+ * @param patch the patch text; must not be empty.
+ * @throws AppError `PATCH_DOES_NOT_APPLY` (not retryable) when git refuses the patch; the tree and
+ *   index are then unchanged. `CANCELLED` when `signal` aborted.
+ */
+export async function applyPatch(
+  dir: string,
+  patch: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
+  if (patch.length === 0) throw new AppError('PATCH_DOES_NOT_APPLY', 'the patch is empty');
+  try {
+    await runGit(['apply', '--binary', '--index', '--whitespace=nowarn', '-'], {
+      cwd: dir,
+      input: patch,
+      signal: options.signal,
+      timeoutMs: 120_000,
+    });
+  } catch (err) {
+    if (isAppError(err, 'CANCELLED')) throw err;
+    const stderr =
+      isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : String(err);
+    throw new AppError(
+      'PATCH_DOES_NOT_APPLY',
+      `the patch from the sandbox does not apply to the clone: ${stderr}`,
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** One file of a staged change, from `git diff --cached --numstat`. Units: lines. */
+export interface FileChange {
+  path: string;
+  /** `null` for a binary file. */
+  added: number | null;
+  /** `null` for a binary file. */
+  removed: number | null;
+}
+
+/**
+ * What the index changes against `HEAD`: the `git diff --cached --stat` text (for people) and the
+ * per-file numbers (for checks). Renames are not detected, so every path is a plain path.
+ */
+export async function stagedDiffStat(dir: string): Promise<{ stat: string; files: FileChange[] }> {
+  const stat = await runGit(['diff', '--cached', '--no-renames', '--stat=100,80', 'HEAD'], { cwd: dir });
+  const numstat = await runGit(['diff', '--cached', '--no-renames', '--numstat', '-z', 'HEAD'], { cwd: dir });
+  const files: FileChange[] = [];
+  for (const record of numstat.stdout.toString('utf8').split('\0')) {
+    const m = /^(-|\d+)\t(-|\d+)\t(.*)$/s.exec(record);
+    if (!m) continue;
+    files.push({
+      path: m[3] ?? '',
+      added: m[1] === '-' ? null : Number(m[1]),
+      removed: m[2] === '-' ? null : Number(m[2]),
+    });
+  }
+  return { stat: stat.stdout.toString('utf8').trimEnd(), files };
+}

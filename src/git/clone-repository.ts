@@ -1,0 +1,76 @@
+import { AppError, isAppError } from '../app-error.js';
+import { gitAuthEnv } from './git-auth.js';
+import { runGit } from './run-git.js';
+
+/** Credentials for git over HTTPS: the installation token and the server it may be sent to. */
+export interface GitHttpAuth {
+  /** Installation token; lives in worker memory only. */
+  token: string;
+  /** `${protocol}://${host}` of the server; the token is sent to URLs below it only. */
+  baseUrl: string;
+}
+
+/** Options of {@link cloneRepository}. */
+export interface CloneOptions {
+  /** Remote URL without credentials (see `repositoryUrl`). Written to `.git/config` as `origin`. */
+  url: string;
+  /** Directory to clone into; must not exist or be empty. */
+  dir: string;
+  /** Branch to check out (the default branch of the repository). */
+  branch: string;
+  auth?: GitHttpAuth;
+  /** History depth in commits (default 1: a shallow clone is enough to commit on top and push). */
+  depth?: number;
+  /** Wall-clock limit in milliseconds (default 600 000). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Clone one branch of a repository (shallow, no tags, no submodules) over HTTPS, sending the token
+ * only through git's environment.
+ *
+ * @returns the commit id checked out (the tip of `branch`).
+ * @throws AppError `GITHUB_API_ERROR` (retryable unless the repository or branch does not exist) when
+ *   the clone fails; `CANCELLED` when `signal` aborted.
+ */
+export async function cloneRepository(options: CloneOptions): Promise<{ headSha: string }> {
+  const auth = options.auth ? gitAuthEnv(options.auth.token, options.auth.baseUrl) : undefined;
+  try {
+    await runGit(
+      [
+        'clone',
+        '--quiet',
+        '--no-tags',
+        '--single-branch',
+        `--depth=${options.depth ?? 1}`,
+        '--branch',
+        options.branch,
+        // A repository's own config cannot turn these on, but the system config could: keep the
+        // checkout byte-exact (no CRLF conversion) so the sandbox and the worker see the same bytes.
+        '--config',
+        'core.autocrlf=false',
+        '--',
+        options.url,
+        options.dir,
+      ],
+      { env: auth?.env, secrets: auth?.secrets, timeoutMs: options.timeoutMs, signal: options.signal },
+    );
+  } catch (err) {
+    throw remoteError(err, `could not clone ${options.url} (branch ${options.branch})`);
+  }
+  const head = await runGit(['rev-parse', 'HEAD'], { cwd: options.dir });
+  return { headSha: head.stdout.toString('utf8').trim() };
+}
+
+/**
+ * Turn a failed git network operation into a `GITHUB_API_ERROR`: the server (or the way to it) failed.
+ * Cancellation passes through unchanged.
+ */
+export function remoteError(err: unknown, what: string): AppError {
+  if (isAppError(err, 'CANCELLED')) return err;
+  const stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : '';
+  const missing = /not found|couldn't find remote ref|Remote branch .* not found/i.test(stderr);
+  const message = err instanceof Error ? err.message : String(err);
+  return new AppError('GITHUB_API_ERROR', `${what}: ${message}`, { retryable: !missing, cause: err });
+}

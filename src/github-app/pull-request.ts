@@ -1,0 +1,249 @@
+import type { Logger } from '../observability/logger.js';
+import type { GitHubClient } from '../pipeline/github-client.js';
+import { fence } from '../pipeline/instruction.js';
+import {
+  NEEDS_REVIEW_LABEL,
+  type PublishedPullRequest,
+  type PullRequestBodyInput,
+  type PullRequestRequest,
+} from '../pipeline/publish-change.js';
+import { describeExit } from '../pipeline/run-tests.js';
+import { createHumanReviewCheck } from './check-run.js';
+
+/** GitHub refuses pull request bodies above 65 536 characters; stay well below. */
+export const MAX_BODY_CHARS = 60_000;
+/** Characters of the model's final message shown in the body. */
+const MAX_FINAL_MESSAGE_CHARS = 8_000;
+/** GitHub's limit on a pull request title, in characters. */
+const MAX_TITLE_CHARS = 256;
+
+/** Labels the bot creates when missing: name → colour and description. */
+const LABEL_SPECS: Record<string, { color: string; description: string }> = {
+  [NEEDS_REVIEW_LABEL]: {
+    color: 'd93f0b',
+    description: 'Written by FrogNano: a person must review it before merging',
+  },
+  'frognano:tests-modified': {
+    color: 'fbca04',
+    description: 'FrogNano changed or removed tests: check them closely',
+  },
+};
+
+/**
+ * Open the draft pull request of a job, or update the open one for the same branch (a second run for
+ * the same issue), then: add {@link NEEDS_REVIEW_LABEL} (created when missing), request a review from
+ * the person who labelled the issue, and create the "FrogNano human review" check run on the head
+ * commit with conclusion `action_required`.
+ *
+ * The bot never marks the pull request ready, never approves and never merges it; an existing pull
+ * request keeps its draft state as people left it. A failed review request (e.g. the person lost
+ * access) is logged and does not fail the job: the check run still blocks merging.
+ *
+ * @throws Octokit's RequestError from the pull request, label or check run calls.
+ */
+export async function publishPullRequest(
+  octokit: GitHubClient,
+  request: PullRequestRequest,
+  logger: Logger,
+): Promise<PublishedPullRequest> {
+  const { owner, repo } = request;
+  const title = pullRequestTitle(request.issueTitle, request.issueNumber);
+  const body = renderPullRequestBody(request.body);
+  const { number, url, updated } = await openOrUpdate(octokit, request, title, body, logger);
+
+  const labels = [NEEDS_REVIEW_LABEL, ...request.extraLabels];
+  for (const name of labels) await ensureLabel(octokit, owner, repo, name);
+  await octokit.rest.issues.addLabels({ owner, repo, issue_number: number, labels });
+
+  try {
+    await octokit.rest.pulls.requestReviewers({
+      owner,
+      repo,
+      pull_number: number,
+      reviewers: [request.reviewer],
+    });
+  } catch (err) {
+    logger.warn(
+      {
+        err: { message: (err as Error).message, status: (err as { status?: number }).status },
+        reviewer: request.reviewer,
+      },
+      'could not request a review; the human review check still blocks merging',
+    );
+  }
+
+  const checkRunId = await createHumanReviewCheck(octokit, {
+    owner,
+    repo,
+    headSha: request.headSha,
+    pullNumber: number,
+    pullUrl: url,
+  });
+  return { number, url, updated, checkRunId };
+}
+
+/**
+ * Update the open pull request of `request.head`, or open a draft one. A 422 on create ("A pull
+ * request already exists": another run of this job got there first, e.g. a worker thought dead)
+ * falls back to updating that one, so a job never opens a second pull request.
+ */
+async function openOrUpdate(
+  octokit: GitHubClient,
+  request: PullRequestRequest,
+  title: string,
+  body: string,
+  logger: Logger,
+): Promise<{ number: number; url: string; updated: boolean }> {
+  const { owner, repo } = request;
+  const findOpen = async (): Promise<number | undefined> => {
+    const { data } = await octokit.rest.pulls.list({
+      owner,
+      repo,
+      state: 'open',
+      head: `${owner}:${request.head}`,
+      per_page: 10,
+    });
+    return data.find((p) => p.head.ref === request.head)?.number;
+  };
+  let existing = await findOpen();
+  if (existing === undefined) {
+    try {
+      const { data } = await octokit.rest.pulls.create({
+        owner,
+        repo,
+        title,
+        body,
+        head: request.head,
+        base: request.base,
+        draft: true,
+        maintainer_can_modify: true,
+      });
+      logger.info({ pullNumber: data.number }, 'opened a draft pull request');
+      return { number: data.number, url: data.html_url, updated: false };
+    } catch (err) {
+      if ((err as { status?: number }).status !== 422) throw err;
+      existing = await findOpen();
+      if (existing === undefined) throw err;
+    }
+  }
+  const { data } = await octokit.rest.pulls.update({ owner, repo, pull_number: existing, title, body });
+  logger.info({ pullNumber: data.number }, 'updated the open pull request of the branch');
+  return { number: data.number, url: data.html_url, updated: true };
+}
+
+/** The pull request title: the issue's title (one line, at most 256 characters). */
+export function pullRequestTitle(issueTitle: string, issueNumber: number): string {
+  const flat = issueTitle.replace(/\s+/g, ' ').trim() || `Fix issue #${issueNumber}`;
+  return flat.length > MAX_TITLE_CHARS ? `${flat.slice(0, MAX_TITLE_CHARS - 1)}…` : flat;
+}
+
+/**
+ * Create a label when the repository does not have it. A 422 from the create (someone made it in
+ * between) is fine.
+ */
+async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, name: string): Promise<void> {
+  try {
+    await octokit.rest.issues.getLabel({ owner, repo, name });
+    return;
+  } catch (err) {
+    if ((err as { status?: number }).status !== 404) throw err;
+  }
+  const spec = LABEL_SPECS[name] ?? { color: 'ededed', description: 'Set by FrogNano' };
+  try {
+    await octokit.rest.issues.createLabel({ owner, repo, name, ...spec });
+  } catch (err) {
+    if ((err as { status?: number }).status !== 422) throw err;
+  }
+}
+
+/**
+ * The pull request body (GitHub-flavoured Markdown), in this order: the machine-written warning and
+ * any other warnings; `<Keyword> #n`; the model's final message, in a fenced block marked as model
+ * output (a fence, unlike a quote, keeps GitHub from acting on mentions or closing keywords the
+ * model wrote); the diffstat; the test command and result with the tail of its output in a collapsed
+ * `<details>` block; extra sections; a table of steps, tokens, time, exit reason and job id.
+ * Cut to {@link MAX_BODY_CHARS}.
+ */
+export function renderPullRequestBody(input: PullRequestBodyInput): string {
+  const s = input.summary;
+  const out: string[] = [];
+  const warnings = [
+    'This pull request was written by a machine (the FrogNano-4B model in an offline sandbox). ' +
+      'It may be wrong, incomplete or unsafe: review every line before merging. ' +
+      'The "FrogNano human review" check stays unresolved until a person with write access approves it.',
+    ...input.warnings,
+  ];
+  out.push(warnings.map((w) => `> [!WARNING]\n> ${w.replace(/\n/g, '\n> ')}`).join('\n\n'));
+  out.push(`${input.fixesKeyword} #${input.issueNumber}`);
+
+  out.push('### What the model says');
+  const final = (s.finalMessage ?? '').trim();
+  if (final) {
+    const shown =
+      final.length > MAX_FINAL_MESSAGE_CHARS ? `${final.slice(0, MAX_FINAL_MESSAGE_CHARS)}\n[… cut]` : final;
+    out.push(`Model output, not reviewed — the agent's final message:\n\n${fence(shown)}`);
+  } else {
+    out.push('_The model ended without a final message._');
+  }
+
+  out.push('### Change');
+  out.push(s.diffstat ? fence(s.diffstat, '') : '_No diffstat._');
+
+  out.push('### Tests');
+  out.push(renderTests(input.tests));
+
+  for (const section of input.sections) out.push(`### ${section.title}`, section.markdown);
+
+  out.push('### Run');
+  out.push(
+    [
+      '| | |',
+      '|---|---|',
+      `| Exit reason | \`${s.exitReason ?? 'unknown'}\` |`,
+      `| Steps | ${s.steps} of ${s.maxSteps} |`,
+      `| Tokens | ${s.promptTokens} prompt, ${s.completionTokens} completion |`,
+      `| Time | ${formatDuration(s.elapsedMs)} |`,
+      `| Job | \`${s.jobId}\` |`,
+    ].join('\n'),
+  );
+  out.push(
+    `<sub>Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
+      'The bot never marks this pull request ready, approves it or merges it.</sub>',
+  );
+  const body = out.join('\n\n');
+  return body.length > MAX_BODY_CHARS
+    ? `${body.slice(0, MAX_BODY_CHARS)}\n\n[… the rest of this description was cut]`
+    : body;
+}
+
+function renderTests(tests: PullRequestBodyInput['tests']): string {
+  if (!tests) {
+    return (
+      'No test command found: the repository configures none (`testCommand` in `.github/frognano.yml`) and none ' +
+      'was detected (pytest, npm test, go test, cargo test, make test). **The change was not tested.**'
+    );
+  }
+  const result = tests.passed ? '**passed**' : `**failed** (${describeExit(tests.exitCode, tests.timedOut)})`;
+  const lines = [
+    `\`${tests.command}\` — ${result} in ${formatDuration(tests.durationMs)}, in a fresh sandbox on the patched tree ` +
+      `(${tests.source === 'configured' ? 'command from the configuration' : `detected: ${tests.source}`}).`,
+  ];
+  if (tests.setup) {
+    lines.push(
+      `Setup: \`${tests.setup.command}\` — ${tests.setup.exitCode === 0 && !tests.setup.timedOut ? 'succeeded' : `failed (${describeExit(tests.setup.exitCode, tests.setup.timedOut)})`}.`,
+    );
+  }
+  lines.push(
+    `<details><summary>Last lines of the test output</summary>\n\n${fence(tests.outputTail)}\n\n</details>`,
+  );
+  return lines.join('\n\n');
+}
+
+/** `42 s`, `3 min 5 s`, `2 h 4 min`. */
+export function formatDuration(ms: number): string {
+  const total = Math.round(ms / 1000);
+  if (total < 60) return `${total} s`;
+  const min = Math.floor(total / 60);
+  if (min < 60) return `${min} min ${total % 60} s`;
+  return `${Math.floor(min / 60)} h ${min % 60} min`;
+}

@@ -1,0 +1,451 @@
+import { z } from 'zod';
+import type { Outcome, RunSummary } from '../pipeline/outcome.js';
+import type { Logger } from '../observability/logger.js';
+import { createSilentLogger } from '../observability/logger.js';
+import { githubError, httpStatusOf, type GitHubRequester } from './github-client.js';
+
+/**
+ * The status comment: one comment per issue, written by the app and edited in place as the job
+ * moves on — queued (with position), running (step n of max), testing, then the outcome. It is
+ * found again by the hidden marker {@link STATUS_MARKER} (or by the id stored in the job data), so
+ * retries and later runs edit the same comment instead of adding comments.
+ */
+export const STATUS_MARKER = '<!-- frognano:status -->';
+
+/** Hard cap of a comment body on GitHub is 65 536 characters; stay well below it. */
+const MAX_BODY_CHARS = 60_000;
+const MAX_PATCH_CHARS = 40_000;
+const MAX_OUTPUT_TAIL_CHARS = 8_000;
+
+/** Where the comment lives. */
+export interface StatusCommentTarget {
+  owner: string;
+  repo: string;
+  /** Issue number. */
+  issue: number;
+}
+
+/** A state the comment can show. */
+export type StatusState =
+  /** In the queue; `position` 1 means next to start. */
+  | { phase: 'queued'; position: number | null; triggeredBy?: string }
+  /** The agent loop is running: `step` of `maxSteps` (null when unknown yet). */
+  | { phase: 'running'; step: number; maxSteps: number | null }
+  /** Setting up: clone, sandbox, egress probe. */
+  | { phase: 'preparing' }
+  /** Running the repository's tests on the patched tree. */
+  | { phase: 'testing'; command?: string | null }
+  /** Pushing the branch and opening the pull request. */
+  | { phase: 'publishing' }
+  /** An infrastructure error; the queue runs the job again. */
+  | { phase: 'retrying'; attempt: number; maxAttempts: number; reason: string }
+  /** The label was seen but the job could not be queued (Redis down); nothing will run. */
+  | { phase: 'not_queued'; reason: string }
+  /** The job ended. */
+  | { phase: 'finished'; outcome: Outcome };
+
+/** The issue's status comment. */
+export interface StatusComment {
+  /** The comment id once known (given, found or created), else null. */
+  readonly commentId: number | null;
+  /**
+   * Show `state`: edit the comment (found by id, else by marker) or create it. Calls are
+   * serialised per instance, in call order.
+   *
+   * @returns the comment id.
+   * @throws AppError `GITHUB_API_ERROR` when GitHub refuses or cannot be reached.
+   */
+  update(state: StatusState): Promise<number>;
+}
+
+/** Options of {@link createStatusComment}. */
+export interface StatusCommentOptions {
+  /** Id of the comment when already known (job data), so no search is needed. */
+  commentId?: number;
+  /**
+   * The app's bot login (`<app-slug>[bot]`). When given, only comments by it count as ours; else
+   * any comment by a Bot account with the marker does (a person's comment never does, even if it
+   * contains the marker).
+   */
+  botLogin?: string;
+  /** Job id shown in the footer (for admins and logs). */
+  jobId?: string;
+  logger?: Logger;
+}
+
+const commentSchema = z.object({
+  id: z.number(),
+  body: z.string().nullish(),
+  user: z.object({ login: z.string(), type: z.string().optional() }).nullish(),
+});
+const commentListSchema = z.array(commentSchema);
+
+/**
+ * Create the status comment handle of an issue. Nothing is written until {@link StatusComment.update}.
+ *
+ * @param octokit an installation-authenticated client (needs `issues: write`).
+ */
+export function createStatusComment(
+  octokit: GitHubRequester,
+  target: StatusCommentTarget,
+  options: StatusCommentOptions = {},
+): StatusComment {
+  const logger = options.logger ?? createSilentLogger();
+  let commentId: number | null = options.commentId ?? null;
+  let chain: Promise<unknown> = Promise.resolve();
+  const { owner, repo, issue } = target;
+
+  const isOurs = (c: z.infer<typeof commentSchema>) =>
+    (c.body ?? '').includes(STATUS_MARKER) &&
+    (options.botLogin ? c.user?.login === options.botLogin : c.user?.type === 'Bot');
+
+  async function find(): Promise<number | null> {
+    // Newest page last; the status comment is usually early in the thread. Bounded: 30 pages.
+    for (let page = 1; page <= 30; page++) {
+      const res = await octokit.request('GET /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+        owner,
+        repo,
+        issue_number: issue,
+        per_page: 100,
+        page,
+      });
+      const comments = commentListSchema.parse(res.data);
+      const ours = comments.find(isOurs);
+      if (ours) return ours.id;
+      if (comments.length < 100) return null;
+    }
+    return null;
+  }
+
+  async function write(body: string): Promise<number> {
+    if (commentId !== null) {
+      try {
+        await octokit.request('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}', {
+          owner,
+          repo,
+          comment_id: commentId,
+          body,
+        });
+        return commentId;
+      } catch (err) {
+        // Deleted by someone: find another one of ours, else create a new one.
+        if (httpStatusOf(err) !== 404) throw githubError(err, 'edit the status comment');
+        logger.info({ commentId }, 'status comment was deleted; writing a new one');
+        commentId = null;
+      }
+    }
+    try {
+      const found = await find();
+      if (found !== null) {
+        commentId = found;
+        await octokit.request('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}', {
+          owner,
+          repo,
+          comment_id: found,
+          body,
+        });
+        return found;
+      }
+      const res = await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
+        owner,
+        repo,
+        issue_number: issue,
+        body,
+      });
+      commentId = commentSchema.parse(res.data).id;
+      return commentId;
+    } catch (err) {
+      throw githubError(err, 'write the status comment');
+    }
+  }
+
+  return {
+    get commentId() {
+      return commentId;
+    },
+    update(state) {
+      const body = renderStatus(state, { jobId: options.jobId });
+      const next = chain.then(
+        () => write(body),
+        () => write(body),
+      );
+      chain = next.catch(() => undefined);
+      return next;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+/**
+ * The comment body for `state`, starting with {@link STATUS_MARKER}. Untrusted text (error
+ * messages, test output, the patch) is escaped or fenced; `@mentions` in it are defused so the
+ * comment never pings people named by model output or error text.
+ */
+export function renderStatus(state: StatusState, context: { jobId?: string } = {}): string {
+  const lines = [STATUS_MARKER, `**🐸 FrogNano** — ${headline(state)}`, ''];
+  lines.push(...details(state));
+  if (context.jobId) lines.push('', `<sub>job \`${context.jobId.replace(/`/g, '')}\`</sub>`);
+  let body = lines.join('\n').replace(/\n{3,}/g, '\n\n');
+  if (body.length > MAX_BODY_CHARS) body = `${body.slice(0, MAX_BODY_CHARS)}\n\n…(cut to fit a comment)`;
+  return body;
+}
+
+function headline(state: StatusState): string {
+  switch (state.phase) {
+    case 'queued':
+      return state.position === null ? 'queued' : `queued (position ${state.position})`;
+    case 'preparing':
+      return 'preparing (cloning the repository, starting the sandbox)';
+    case 'running':
+      return state.maxSteps === null
+        ? `running (step ${state.step})`
+        : `running (step ${state.step} of ${state.maxSteps})`;
+    case 'testing':
+      return 'testing the change';
+    case 'publishing':
+      return 'pushing the branch and opening the pull request';
+    case 'retrying':
+      return `hit a temporary problem; will try again (attempt ${state.attempt + 1} of ${state.maxAttempts})`;
+    case 'not_queued':
+      return 'could not be queued';
+    case 'finished':
+      return outcomeHeadline(state.outcome);
+  }
+}
+
+function details(state: StatusState): string[] {
+  switch (state.phase) {
+    case 'queued':
+      return [
+        state.triggeredBy ? `Started by @${state.triggeredBy}. ` : '',
+        'This comment is updated as the job goes on. Remove the label or close the issue to cancel.',
+      ];
+    case 'preparing':
+    case 'running':
+    case 'publishing':
+      return ['Remove the label or close the issue to cancel.'];
+    case 'testing':
+      return [
+        state.command ? `Running \`${inlineCode(state.command)}\`.` : 'Running the tests.',
+        'Remove the label or close the issue to cancel.',
+      ];
+    case 'retrying':
+      return [`Reason: ${untrusted(state.reason)}`];
+    case 'not_queued':
+      return [
+        `Reason: ${untrusted(state.reason)}`,
+        '',
+        'Nothing will run for this labelling. Remove the label and add it again to retry once the service is back.',
+      ];
+    case 'finished':
+      return outcomeDetails(state.outcome);
+  }
+}
+
+/** One line saying how the job ended. */
+export function outcomeHeadline(outcome: Outcome): string {
+  switch (outcome.kind) {
+    case 'pr_opened':
+      return `${outcome.updated ? 'updated' : 'opened'} draft pull request #${outcome.pullNumber}`;
+    case 'no_change':
+      return 'finished without changing any file';
+    case 'tests_failing':
+      return outcome.pullNumber !== undefined
+        ? `opened draft pull request #${outcome.pullNumber}, but the tests fail`
+        : 'made a change, but the tests still fail — no pull request opened';
+    case 'llm_unreachable':
+      return 'stopped: the model server could not be reached';
+    case 'sandbox_failed':
+      return 'stopped: the sandbox failed';
+    case 'timed_out':
+      return 'stopped: time limit reached';
+    case 'cancelled':
+      return outcome.by ? `cancelled by @${outcome.by}` : 'cancelled';
+    case 'refused':
+      return 'not run';
+    case 'github_error':
+      return 'stopped: a GitHub API call failed';
+    case 'failed':
+      return 'failed';
+  }
+}
+
+/** The body lines for an outcome: what happened, then what a person can do next. */
+export function outcomeDetails(outcome: Outcome): string[] {
+  const summary = 'summary' in outcome ? outcome.summary : undefined;
+  const out: string[] = [];
+  switch (outcome.kind) {
+    case 'pr_opened':
+      out.push(
+        `${outcome.updated ? 'Updated' : 'Opened'} [#${outcome.pullNumber}](${outcome.pullUrl}) as a **draft**. ` +
+          'The change is machine-written: read it and run it before approving. It cannot be merged until ' +
+          'a person with write access approves it.',
+      );
+      out.push(...testsLines(summary));
+      break;
+    case 'no_change':
+      out.push(
+        summary?.exitReason === 'max_turns'
+          ? `The model used all ${summary.maxSteps} steps without producing a change.`
+          : 'The model finished without changing any file, so there is nothing to review.',
+        '',
+        'What you can do: add detail to the issue — where the problem is, how to reproduce it, what ' +
+          'you expect — then remove the label and add it again.',
+      );
+      break;
+    case 'tests_failing':
+      if (outcome.pullNumber !== undefined && outcome.pullUrl) {
+        out.push(
+          `Opened [#${outcome.pullNumber}](${outcome.pullUrl}) as a draft because the policy allows it, but ` +
+            'the tests fail on the patched code. Treat it as a starting point, not a fix.',
+        );
+      } else {
+        out.push(
+          'The model changed the code, but the tests still fail on the patched tree, so no pull request ' +
+            'was opened. The patch is below if it helps as a starting point.',
+        );
+      }
+      out.push(...testsLines(summary));
+      if (outcome.pullNumber === undefined && outcome.patch)
+        out.push('', ...collapsed('Patch', outcome.patch, 'diff', MAX_PATCH_CHARS));
+      out.push(
+        '',
+        'What you can do: add detail or hints to the issue and label it again, or take the patch from here.',
+      );
+      break;
+    case 'llm_unreachable':
+      out.push(
+        `The model server did not answer, even after retries: ${untrusted(outcome.message)}`,
+        '',
+        'Nothing was pushed. This is a service problem, not a problem with the issue: ask an administrator ' +
+          'to check the model server, then remove the label and add it again.',
+      );
+      break;
+    case 'sandbox_failed':
+      out.push(
+        `The sandbox that runs the model\u2019s commands failed: ${untrusted(outcome.message)}`,
+        '',
+        'Nothing was pushed. This is a service problem, not a problem with the issue: an administrator can ' +
+          'find the details in the worker logs under the job id below. Remove the label and add it again to retry.',
+      );
+      break;
+    case 'timed_out':
+      out.push(
+        `The job reached its time limit: ${untrusted(outcome.message)}`,
+        '',
+        'Nothing was pushed. A narrower issue (one bug, with the file or function named) usually fits; ' +
+          'an administrator can also raise the limit for this repository.',
+      );
+      break;
+    case 'cancelled':
+      out.push(
+        `${outcome.by ? `@${outcome.by} cancelled the job` : 'The job was cancelled'}: ${untrusted(outcome.reason)}. Nothing was pushed.`,
+        '',
+        'Add the label again to start a new run.',
+      );
+      break;
+    case 'refused':
+      out.push(`FrogNano did not run: ${untrusted(outcome.reason)}`);
+      if (outcome.details?.length) out.push('', ...outcome.details.map((d) => `- ${untrusted(d)}`));
+      out.push(
+        '',
+        'Nothing was changed. Fix the cause above (or ask an administrator), then label the issue again.',
+      );
+      break;
+    case 'github_error':
+      out.push(
+        `GitHub answered with an error${outcome.status ? ` (HTTP ${outcome.status})` : ''}: ${untrusted(outcome.message)}`,
+        '',
+        outcome.retryable
+          ? 'This is usually temporary. Remove the label and add it again to retry.'
+          : 'Retrying will likely fail the same way: check the app\u2019s permissions on this repository ' +
+              '(contents, pull requests, issues, checks: write) or ask an administrator.',
+      );
+      break;
+    case 'failed':
+      out.push(
+        `The job failed unexpectedly (\`${inlineCode(outcome.code)}\`): ${untrusted(outcome.message)}`,
+        '',
+        'Nothing was pushed. An administrator can find the details in the worker logs under the job id ' +
+          'below. Remove the label and add it again to retry.',
+      );
+      break;
+  }
+  if (summary) out.push('', summaryLine(summary));
+  return out;
+}
+
+function testsLines(summary: RunSummary | undefined): string[] {
+  const t = summary?.tests;
+  if (!t) return [];
+  const result = t.timedOut
+    ? 'timed out'
+    : t.passed
+      ? 'passed'
+      : `failed (exit code ${t.exitCode ?? 'none'})`;
+  const lines = ['', `Tests: \`${inlineCode(t.command)}\` — ${result}.`];
+  if (!t.passed && t.outputTail)
+    lines.push('', ...collapsed('Test output (end)', t.outputTail, 'text', MAX_OUTPUT_TAIL_CHARS));
+  return lines;
+}
+
+function summaryLine(s: RunSummary): string {
+  const parts = [
+    `steps: ${s.steps} of ${s.maxSteps}`,
+    `tokens: ${s.promptTokens.toLocaleString('en-US')} prompt + ${s.completionTokens.toLocaleString('en-US')} completion`,
+    `time: ${formatDuration(s.elapsedMs)}`,
+  ];
+  if (s.exitReason) parts.push(`exit reason: \`${s.exitReason}\``);
+  return `<sub>${parts.join(' · ')}</sub>`;
+}
+
+/** `1h 2m`, `3m 12s`, `45s` from milliseconds. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${sec}s`;
+  return `${sec}s`;
+}
+
+/**
+ * A collapsed `<details>` block with `text` in a fenced code block, cut to its last `max` chars for
+ * output and its first `max` chars for a patch. The fence is longer than any backtick run in the text,
+ * so the text cannot close it.
+ */
+function collapsed(title: string, text: string, lang: string, max: number): string[] {
+  let shown = text;
+  let note = '';
+  if (text.length > max) {
+    shown = lang === 'diff' ? text.slice(0, max) : text.slice(text.length - max);
+    note = ` — ${lang === 'diff' ? 'first' : 'last'} ${max.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters`;
+  }
+  const longest = Math.max(2, ...[...shown.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  return [
+    `<details><summary>${title}${note}</summary>`,
+    '',
+    `${fence}${lang}`,
+    shown.replace(/\n+$/, ''),
+    fence,
+    '',
+    '</details>',
+  ];
+}
+
+/** Escape untrusted text for Markdown/HTML and defuse @mentions and #references. */
+export function untrusted(text: string): string {
+  return text
+    .slice(0, 2000)
+    .replace(/[<>&]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;' })[c] ?? c)
+    .replace(/@(?=[A-Za-z0-9])/g, '@\u200b')
+    .replace(/\r?\n/g, ' ');
+}
+
+function inlineCode(text: string): string {
+  return text.replace(/`/g, "'").replace(/\r?\n/g, ' ').slice(0, 300);
+}

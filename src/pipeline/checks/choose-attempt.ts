@@ -1,0 +1,193 @@
+import type { TestComparison } from './test-results.js';
+
+/**
+ * Best-of-N (issue 6, "Best-of-N"): several independent agent runs ("attempts") on the same issue;
+ * the pull request carries the best verified one. The rules, in order:
+ *
+ * 1. nothing broken (no test passing on the base tree fails on the patched tree, no new failing
+ *    test, the run completed);
+ * 2. most tests fixed (failing on base → passing on head);
+ * 3. tests not tampered with (a tie-break added to the issue's rules: between two attempts that fix
+ *    as much, the one that leaves the tests alone is the one to review);
+ * 4. smallest diff (lines added plus removed);
+ * 5. the earlier attempt.
+ *
+ * Only attempts whose patch passed the checks (protected paths, limits) and was tested are
+ * candidates; the others are listed with what became of them.
+ */
+
+/** What became of one attempt. */
+export type AttemptStatus =
+  /** Patch applied, checked and tested: a candidate. */
+  | 'verified'
+  /** The model changed nothing. */
+  | 'no_change'
+  /** The patch was refused by a check (protected path, limits, secret). */
+  | 'refused'
+  /** The run or its verification failed (model server, sandbox, time, patch not applying). */
+  | 'failed';
+
+/** One attempt, as the chooser sees it. */
+export interface AttemptResult {
+  /** 1-based attempt number. */
+  attempt: number;
+  status: AttemptStatus;
+  /** For `verified`: the base → head comparison, or `null` when the repository has no tests. */
+  comparison?: TestComparison | null;
+  /** Lines added plus removed by the patch. */
+  linesChanged?: number;
+  filesChanged?: number;
+  /** Whether the test-tampering check flagged the patch. */
+  tampered?: boolean;
+  /** For the other statuses: why, in one sentence (refusal reason, error message). */
+  note?: string;
+  /** The loop's exit reason and steps, for the table. */
+  exitReason?: string | null;
+  steps?: number;
+}
+
+/** One row of the attempts table. */
+export interface AttemptRow {
+  attempt: number;
+  chosen: boolean;
+  /** What the attempt achieved, for people: `1 fixed, 0 broken, 1 still failing; 4 lines in 1 file`. */
+  result: string;
+}
+
+/** The decision. */
+export interface AttemptChoice {
+  /** The chosen attempt, or `null` when no attempt is a candidate. */
+  winner: AttemptResult | null;
+  /** Why, one or two sentences for the pull request (also when there is no winner). */
+  reason: string;
+  /** Every attempt, in attempt order. */
+  rows: AttemptRow[];
+}
+
+interface Ranked {
+  a: AttemptResult;
+  nothingBroken: boolean;
+  fixed: number;
+  tampered: boolean;
+  lines: number;
+}
+
+function rank(a: AttemptResult): Ranked {
+  const c = a.comparison ?? null;
+  return {
+    a,
+    nothingBroken: c ? c.nothingBroken : true,
+    fixed: c ? c.fixed.length : 0,
+    tampered: a.tampered === true,
+    lines: a.linesChanged ?? 0,
+  };
+}
+
+/** Negative when `x` is better than `y`. */
+function compare(x: Ranked, y: Ranked): number {
+  if (x.nothingBroken !== y.nothingBroken) return x.nothingBroken ? -1 : 1;
+  if (x.fixed !== y.fixed) return y.fixed - x.fixed;
+  if (x.tampered !== y.tampered) return x.tampered ? 1 : -1;
+  if (x.lines !== y.lines) return x.lines - y.lines;
+  return x.a.attempt - y.a.attempt;
+}
+
+/**
+ * Choose the attempt to publish.
+ *
+ * @param attempts every attempt, in any order (rows come back in attempt order).
+ */
+export function chooseAttempt(attempts: readonly AttemptResult[]): AttemptChoice {
+  const ordered = [...attempts].sort((x, y) => x.attempt - y.attempt);
+  const candidates = ordered
+    .filter((a) => a.status === 'verified')
+    .map(rank)
+    .sort(compare);
+  const best = candidates[0];
+  const rows = ordered.map((a) => ({
+    attempt: a.attempt,
+    chosen: best !== undefined && a === best.a,
+    result: describeAttempt(a),
+  }));
+  if (!best) {
+    return {
+      winner: null,
+      reason:
+        ordered.length === 1
+          ? 'The attempt produced no change that could be tested.'
+          : `None of the ${ordered.length} attempts produced a change that passed the checks and could be tested.`,
+      rows,
+    };
+  }
+  return { winner: best.a, reason: explain(best, candidates[1], ordered.length), rows };
+}
+
+function explain(best: Ranked, next: Ranked | undefined, total: number): string {
+  const w = `Attempt ${best.a.attempt}`;
+  if (total === 1) return `${w} was the only attempt.`;
+  if (!next) {
+    return `${w} was chosen: it is the only one of ${total} attempts whose change passed the checks and could be tested.`;
+  }
+  const n = `attempt ${next.a.attempt}`;
+  if (best.nothingBroken !== next.nothingBroken) {
+    return `${w} was chosen: it breaks no test, while ${n} (the next best) ${brokenText(next)}.`;
+  }
+  const prefix = best.nothingBroken ? 'it breaks no test and ' : 'no attempt is free of broken tests; it ';
+  if (best.fixed !== next.fixed) {
+    return `${w} was chosen: ${prefix}fixes ${tests(best.fixed)}, more than any other (next best: ${n} with ${next.fixed === 0 ? 'none fixed' : `${next.fixed} fixed`}).`;
+  }
+  const same = `fixes ${tests(best.fixed)}, as many as ${n}`;
+  if (best.tampered !== next.tampered) {
+    return `${w} was chosen: ${prefix}${same}, and it leaves the tests alone while ${n} modifies them.`;
+  }
+  if (best.lines !== next.lines) {
+    return `${w} was chosen: ${prefix}${same}, with the smaller change (${lines(best.lines)} against ${lines(next.lines)}).`;
+  }
+  return `${w} was chosen: ${prefix}${same}, with a change of the same size; the earlier attempt is kept.`;
+}
+
+function brokenText(r: Ranked): string {
+  const c = r.a.comparison;
+  const broken = (c?.broken.length ?? 0) + (c?.newTests.filter((t) => t.status === 'failed').length ?? 0);
+  return broken > 0 ? `breaks ${tests(broken)}` : 'did not complete its test run';
+}
+
+function tests(n: number): string {
+  return `${n} test${n === 1 ? '' : 's'}`;
+}
+
+function lines(n: number): string {
+  return `${n} line${n === 1 ? '' : 's'}`;
+}
+
+/** One line about an attempt for the attempts table. */
+export function describeAttempt(a: AttemptResult): string {
+  switch (a.status) {
+    case 'no_change':
+      return 'no change';
+    case 'refused':
+      return `refused: ${a.note ?? 'a check refused the change'}`;
+    case 'failed':
+      return `failed: ${a.note ?? 'the attempt did not finish'}`;
+    case 'verified': {
+      const c = a.comparison;
+      const parts: string[] = [];
+      if (!c) parts.push('no tests to run');
+      else {
+        const newFailing = c.newTests.filter((t) => t.status === 'failed').length;
+        parts.push(
+          `${c.fixed.length} fixed, ${c.broken.length} broken, ${c.stillFailing.length} still failing`,
+        );
+        if (newFailing > 0) parts.push(`${newFailing} new failing`);
+        if (c.removedTests.length > 0) parts.push(`${c.removedTests.length} removed`);
+      }
+      const size =
+        a.linesChanged !== undefined
+          ? `${lines(a.linesChanged)}${a.filesChanged !== undefined ? ` in ${a.filesChanged} file${a.filesChanged === 1 ? '' : 's'}` : ''}`
+          : null;
+      return [parts.join(', '), size, a.tampered ? 'tests modified' : null]
+        .filter((p) => p !== null)
+        .join('; ');
+    }
+  }
+}

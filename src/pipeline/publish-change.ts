@@ -1,0 +1,171 @@
+import { AppError } from '../app-error.js';
+import { commitChanges, type GitIdentity } from '../git/commit-changes.js';
+import type { GitHttpAuth } from '../git/clone-repository.js';
+import { pushBranch } from '../git/push-branch.js';
+import type { Logger } from '../observability/logger.js';
+import type { GitHubClient } from './github-client.js';
+import type { RunSummary } from './outcome.js';
+import type { TestRun } from './run-tests.js';
+
+/** Label put on every pull request the bot opens. */
+export const NEEDS_REVIEW_LABEL = 'frognano:needs-human-review';
+
+/** What the pull request body shows (rendered by `github-app/pull-request.ts`). */
+export interface PullRequestBodyInput {
+  issueNumber: number;
+  /** Closing keyword (`Fixes`), from the policy. */
+  fixesKeyword: string;
+  /** Steps, tokens, time, exit reason, final message (untrusted model output), diffstat. */
+  summary: RunSummary;
+  /** The test run on the patched tree; `null` when no test command was configured or found. */
+  tests: TestRun | null;
+  /** Login of the person who labelled the issue. */
+  requester: string;
+  /** Plain-text warnings shown at the top (e.g. failing tests); issue 6 adds tampering flags here. */
+  warnings: string[];
+  /** Extra sections after the standard ones (e.g. a base/head test table, best-of-N attempts). */
+  sections: Array<{ title: string; markdown: string }>;
+}
+
+/** Everything needed to open or update the draft pull request of one job. */
+export interface PullRequestRequest {
+  owner: string;
+  repo: string;
+  issueNumber: number;
+  /** The issue's title: the pull request's title. */
+  issueTitle: string;
+  /** Branch pushed by the job (without `refs/heads/`). */
+  head: string;
+  /** The default branch. */
+  base: string;
+  /** The commit pushed: the check run goes on it. */
+  headSha: string;
+  /** Login to request a review from (the person who labelled the issue). */
+  reviewer: string;
+  /** Extra labels next to {@link NEEDS_REVIEW_LABEL} (e.g. `frognano:tests-modified`). */
+  extraLabels: string[];
+  body: PullRequestBodyInput;
+}
+
+/** The pull request a job opened or updated. */
+export interface PublishedPullRequest {
+  number: number;
+  /** `html_url` of the pull request. */
+  url: string;
+  /** True when an open pull request for the branch existed and was updated instead of opened. */
+  updated: boolean;
+  /** Id of the "FrogNano human review" check run created on the head commit. */
+  checkRunId: number;
+}
+
+/**
+ * Opens or updates the draft pull request, labels it, requests the review and creates the human
+ * review check run. Implemented by `publishPullRequest` in `src/github-app/pull-request.ts`; passed
+ * to the pipeline as a dependency because imports flow `github-app → pipeline`, never back.
+ */
+export type PublishPullRequest = (
+  octokit: GitHubClient,
+  request: PullRequestRequest,
+  logger: Logger,
+) => Promise<PublishedPullRequest>;
+
+/** Options of {@link publishChange}. */
+export interface PublishChangeOptions {
+  /** The worker's clone with the patch staged (`git apply --index`). */
+  dir: string;
+  octokit: GitHubClient;
+  publishPullRequest: PublishPullRequest;
+  /** Returns a valid installation token (fetched at push time: the clone's token may have expired). */
+  getInstallationToken: () => Promise<string>;
+  /** `${protocol}://${host}` of the GitHub server. */
+  gitBaseUrl: string;
+  appIdentity: GitIdentity;
+  /** The person who labelled the issue; `id` gives the `<id>+<login>@users.noreply.<host>` address. */
+  coAuthor: { login: string; id?: number };
+  /** Branch to push, e.g. `frognano/issue-12`. */
+  branch: string;
+  request: Omit<PullRequestRequest, 'head' | 'headSha'>;
+  jobId: string;
+  now: () => Date;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+/**
+ * Publish a verified change: one commit authored by the app with a `Co-authored-by:` trailer for the
+ * person who labelled the issue, pushed to the job's branch (never the default branch; an existing
+ * branch only when the app made its tip), then the draft pull request through `publishPullRequest`.
+ *
+ * Cancellation is honoured up to the push; once the branch is pushed the pull request is completed,
+ * so a cancelled job never leaves a pushed branch without its pull request and check run.
+ *
+ * @throws AppError `POLICY_REFUSED` (branch not the app's), `GITHUB_API_ERROR` (push failed),
+ *   `CANCELLED`; Octokit's RequestError from the pull request calls.
+ */
+export async function publishChange(options: PublishChangeOptions): Promise<PublishedPullRequest> {
+  const { request, logger } = options;
+  const host = new URL(options.gitBaseUrl).hostname;
+  const message = buildCommitMessage({
+    issueTitle: request.issueTitle,
+    issueNumber: request.issueNumber,
+    jobId: options.jobId,
+    coAuthor: { login: options.coAuthor.login, email: noreplyEmail(options.coAuthor, host) },
+  });
+  const sha = await commitChanges(options.dir, {
+    author: options.appIdentity,
+    message,
+    date: options.now(),
+    signal: options.signal,
+  });
+  if (options.signal.aborted) throw new AppError('CANCELLED', 'cancelled before the branch was pushed');
+  const auth: GitHttpAuth = { token: await options.getInstallationToken(), baseUrl: options.gitBaseUrl };
+  const pushed = await pushBranch({
+    dir: options.dir,
+    branch: options.branch,
+    defaultBranch: request.base,
+    owner: options.appIdentity,
+    auth,
+    signal: options.signal,
+  });
+  logger.info({ branch: options.branch, sha, replaced: pushed.previousSha }, 'branch pushed');
+  return options.publishPullRequest(
+    options.octokit,
+    { ...request, head: options.branch, headSha: sha },
+    logger,
+  );
+}
+
+/**
+ * The commit message: the issue's title as subject (cut to 72 characters), a line saying what made
+ * it, and the `Co-authored-by:` trailer (https://docs.github.com/en/pull-requests/committing-changes-to-your-project/creating-and-editing-commits/creating-a-commit-with-multiple-authors).
+ */
+export function buildCommitMessage(input: {
+  issueTitle: string;
+  issueNumber: number;
+  jobId: string;
+  coAuthor: { login: string; email: string };
+}): string {
+  const flat = input.issueTitle.replace(/\s+/g, ' ').trim() || `Issue #${input.issueNumber}`;
+  const subject = flat.length > 72 ? `${flat.slice(0, 71)}…` : flat;
+  return [
+    subject,
+    '',
+    `Machine-written by FrogNano for issue #${input.issueNumber} (job ${input.jobId}).`,
+    'A person must review this change before it is merged.',
+    '',
+    `Co-authored-by: ${input.coAuthor.login} <${input.coAuthor.email}>`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * A user's no-reply commit address on `host`: `<id>+<login>@users.noreply.<host>`, or the older
+ * `<login>@users.noreply.<host>` when the id is unknown. GitHub links both to the account.
+ *
+ * @param host the server's host name; a `:port` suffix (as in GHE_HOST) is dropped, since an e-mail
+ *   domain has none.
+ */
+export function noreplyEmail(user: { login: string; id?: number }, host: string): string {
+  const domain = host.replace(/:\d+$/, '');
+  return `${user.id !== undefined ? `${user.id}+` : ''}${user.login}@users.noreply.${domain}`;
+}

@@ -1,0 +1,489 @@
+import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { AppError, isAppError } from '../app-error.js';
+import { createStatusComment, type StatusComment, type StatusState } from '../github-app/status-comment.js';
+import type { InstallationOctokit } from '../github-app/github-client.js';
+import { createJobLogger, type Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Outcome } from '../pipeline/outcome.js';
+import type { JobProgress } from '../pipeline/run-job.js';
+import {
+  createCancelRequests,
+  createCancelWatcher,
+  type CancelRequest,
+  type CancelWatcher,
+} from './cancellation.js';
+import type { ConcurrencyLimiter } from './concurrency-limiter.js';
+import { createIssueGuard } from './issue-guard.js';
+import { jobDataSchema, type JobData } from './job-data.js';
+import { JOB_NAME, type JobResult } from './job-queue.js';
+import { appKeys, issueKey } from './queue-keys.js';
+
+/**
+ * Progress reported by the pipeline while a job runs (`runJob`'s `progress` callback), shown in the
+ * status comment ("running (step n of max)") and stored as the BullMQ job progress.
+ */
+export type { JobProgress };
+
+/** What the job runner gets besides the job data. */
+export interface JobRunContext {
+  /** BullMQ job id. */
+  jobId: string;
+  /** 1 for the first run, 2 after a retry, … */
+  attempt: number;
+  /**
+   * Aborted when the job is cancelled (label removed, issue closed) or the worker shuts down; the
+   * reason is an AppError `CANCELLED` whose `details.by` names who cancelled (null on shutdown).
+   * The runner must stop and destroy its sandbox within 10 s.
+   */
+  signal: AbortSignal;
+  /** Child logger carrying `{jobId, repo, issue}`. */
+  logger: Logger;
+  /** Report progress; never throws, returns at once (the comment is written in the background). */
+  progress: (p: JobProgress) => Promise<void>;
+  /** Installation-authenticated client; its installation token lives only in this process. */
+  octokit: InstallationOctokit;
+}
+
+/**
+ * Runs one job and says how it ended; must never throw (the pipeline's `runJob` bound to its
+ * dependencies). A thrown error is treated as an infrastructure failure and retried by the queue.
+ */
+export type JobRunner = (data: JobData, ctx: JobRunContext) => Promise<Outcome>;
+
+/** Per-repository concurrency, through the policy module's limiter. */
+export interface RepoConcurrency {
+  limiter: ConcurrencyLimiter;
+  /** Jobs of `repo` (`owner/name`) allowed at once (admin policy `concurrencyPerRepo`). */
+  perRepoLimit: (repo: string) => number;
+}
+
+/** Options of {@link createJobWorker}. */
+export interface JobWorkerOptions {
+  /** A `worker`-role connection (`maxRetriesPerRequest: null`); owned by the caller. */
+  redis: Redis;
+  /** A `subscriber`-role connection for cancel requests; owned by the caller. */
+  subscriber: Redis;
+  prefix: string;
+  queueName: string;
+  /** Jobs this process runs at once (WORKER_CONCURRENCY). */
+  concurrency: number;
+  /** BullMQ lock of an active job, ms; renewed every half of it while this process lives. */
+  lockDurationMs: number;
+  /** How often this worker looks for stalled jobs, ms. */
+  stalledIntervalMs: number;
+  /** Times a job whose worker died goes back to the queue before it fails. */
+  maxStalledCount: number;
+  /** Polling period of the cancel key of each running job, ms. */
+  cancelPollMs: number;
+  /** At close, how long active jobs may finish before they are cancelled and re-queued, ms. */
+  shutdownTimeoutMs: number;
+  /** Installation-authenticated client for an installation (token kept in memory). */
+  getOctokit: (installationId: number) => Promise<InstallationOctokit>;
+  run: JobRunner;
+  /** The app's bot login, to recognise its own status comment. */
+  botLogin?: () => string | undefined;
+  concurrencyLimit?: RepoConcurrency;
+  /** Minimum time between two "running (step n)" edits of the status comment, ms (default 10 000). */
+  progressIntervalMs?: number;
+  logger: Logger;
+  metrics?: Metrics;
+}
+
+/** A running queue worker. */
+export interface JobWorker {
+  readonly worker: Worker<JobData, JobResult, typeof JOB_NAME>;
+  /** Job ids running in this process now. */
+  activeJobIds(): string[];
+  /**
+   * Stop taking jobs; wait up to `shutdownTimeoutMs` for active jobs; then cancel the rest, which
+   * go back to the queue (not counted as a failure) to run on another worker. Does not close the
+   * connections. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** Extra wait after cancelling jobs at shutdown, ms: the runner has 10 s to destroy its sandbox. */
+const SHUTDOWN_CANCEL_GRACE_MS = 15_000;
+
+/**
+ * Create the BullMQ worker of FrogNano jobs (https://docs.bullmq.io/guide/workers).
+ *
+ * Per job: validate the data with zod (invalid → failed without retry), check for a cancel request
+ * that arrived before the job started, take a per-repository slot (else re-delay the job), get an
+ * installation client, set the status comment to "preparing", run the pipeline with an AbortSignal
+ * wired to cancel requests (pub/sub + polling, see cancellation.ts) and to shutdown, then record
+ * metrics, write the outcome into the status comment and release the per-issue guard.
+ *
+ * Never silence: a job that fails for good (attempts exhausted, or stalled more than
+ * `maxStalledCount` times because its worker kept dying) gets its status comment set to "failed"
+ * by the `failed` event handler here.
+ */
+export async function createJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
+  const { redis, prefix, queueName, logger, metrics } = options;
+  const keys = appKeys(prefix);
+  const guard = createIssueGuard(redis, keys);
+  const cancelRequests = createCancelRequests(redis, keys);
+  const watcher: CancelWatcher = await createCancelWatcher({
+    subscriber: options.subscriber,
+    requests: cancelRequests,
+    keys,
+    pollMs: options.cancelPollMs,
+    logger,
+  });
+  const progressIntervalMs = options.progressIntervalMs ?? 10_000;
+  /** Active jobs of this process: how to stop each one for shutdown. */
+  const active = new Map<string, { shutdown: () => void }>();
+
+  const processor = async (
+    job: Job<JobData, JobResult, typeof JOB_NAME>,
+    token?: string,
+    bullSignal?: AbortSignal,
+  ): Promise<JobResult> => {
+    const started = Date.now();
+    const jobId = job.id ?? '';
+    const parsed = jobDataSchema.safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError(`invalid job data: ${z.prettifyError(parsed.error)}`);
+    }
+    const data = parsed.data;
+    const repoName = `${data.owner}/${data.repo}`;
+    const log = createJobLogger(logger, { jobId, repo: repoName, issue: data.issueNumber });
+    if (job.attemptsMade === 0 && job.processedOn) {
+      metrics?.pickupLatencySeconds.observe(Math.max(0, job.processedOn - job.timestamp) / 1000);
+    }
+
+    const controller = new AbortController();
+    let cancelRequest: CancelRequest | null = null;
+    let shutdownAbort = false;
+    const abortForShutdown = () => {
+      if (controller.signal.aborted) return;
+      shutdownAbort = true;
+      controller.abort(
+        new AppError('CANCELLED', 'the worker is shutting down; the job will run again', {
+          details: { by: null },
+        }),
+      );
+    };
+    const onBullAbort = () => abortForShutdown();
+    bullSignal?.addEventListener('abort', onBullAbort);
+    active.set(jobId, { shutdown: abortForShutdown });
+    const unwatch = watcher.watch(jobId, (req) => {
+      if (controller.signal.aborted && !shutdownAbort) return;
+      cancelRequest = req;
+      shutdownAbort = false;
+      log.info({ by: req.by, reason: req.reason }, 'cancel request received; stopping the job');
+      controller.abort(new AppError('CANCELLED', req.reason, { details: { by: req.by } }));
+    });
+
+    let slotHeld = false;
+    let stopKeepAlive: (() => void) | undefined;
+    try {
+      const early = await cancelRequests.get(jobId);
+      if (early) cancelRequest = early;
+
+      if (!cancelRequest && options.concurrencyLimit) {
+        const { limiter, perRepoLimit } = options.concurrencyLimit;
+        const slot = await limiter.acquire(repoName, jobId, perRepoLimit(repoName));
+        if (!slot.acquired) {
+          log.info({ limit: slot.limit }, 'concurrency limit reached; job delayed');
+          await job.moveToDelayed(Date.now() + 5_000 + Math.floor(Math.random() * 5_000), token);
+          throw new DelayedError();
+        }
+        slotHeld = true;
+        stopKeepAlive = limiter.keepAlive(repoName, jobId, {
+          onLost: () => log.warn('concurrency slot lease lost (Redis unreachable?); continuing'),
+          onError: (err) => log.debug({ err: { message: (err as Error).message } }, 'slot renewal failed'),
+        });
+      }
+
+      const octokit = await options.getOctokit(data.installationId);
+      const status = createStatusComment(
+        octokit,
+        { owner: data.owner, repo: data.repo, issue: data.issueNumber },
+        { commentId: data.statusCommentId, botLogin: options.botLogin?.(), jobId, logger: log },
+      );
+      const show = (state: StatusState) =>
+        status.update(state).then(
+          () => undefined,
+          (err: unknown) =>
+            log.warn({ err: { message: (err as Error).message } }, 'status comment update failed'),
+        );
+
+      let outcome: Outcome;
+      if (cancelRequest !== null) {
+        const req: CancelRequest = cancelRequest;
+        outcome = { kind: 'cancelled', by: req.by, reason: `${req.reason} before the job started` };
+      } else {
+        await show({ phase: 'preparing' });
+        const progress = createProgressReporter(job, show, progressIntervalMs, log, 'preparing');
+        outcome = await options.run(data, {
+          jobId,
+          attempt: job.attemptsMade + 1,
+          signal: controller.signal,
+          logger: log,
+          progress,
+          octokit,
+        });
+      }
+
+      if (shutdownAbort && cancelRequest === null && outcome.kind === 'cancelled') {
+        // Stopped by our shutdown, not by a person: the job goes back to the queue and runs again
+        // on a live worker. (A run that finished anyway keeps its outcome.)
+        log.info('job interrupted by shutdown; back to the queue');
+        await job.moveToWait(token);
+        throw new WaitingError();
+      }
+      if (outcome.kind === 'cancelled' && cancelRequest !== null) {
+        const req: CancelRequest = cancelRequest;
+        outcome = { ...outcome, by: outcome.by ?? req.by };
+      }
+
+      const attempts = job.opts.attempts ?? 1;
+      if (isRetryableOutcome(outcome) && job.attemptsMade + 1 < attempts) {
+        await show({
+          phase: 'retrying',
+          attempt: job.attemptsMade + 1,
+          maxAttempts: attempts,
+          reason: outcomeReason(outcome),
+        });
+        throw new AppError('RETRYABLE_OUTCOME', `${outcome.kind}: ${outcomeReason(outcome)}`, {
+          retryable: true,
+        });
+      }
+
+      metrics?.recordOutcome(outcome, Date.now() - started);
+      await writeFinal(status, outcome, log);
+      await finishIssue(data, jobId);
+      log.info({ outcome: outcome.kind, elapsedMs: Date.now() - started }, 'job finished');
+      return toJobResult(outcome);
+    } finally {
+      unwatch();
+      stopKeepAlive?.();
+      if (slotHeld) await options.concurrencyLimit?.limiter.release(repoName, jobId).catch(() => undefined);
+      bullSignal?.removeEventListener('abort', onBullAbort);
+      active.delete(jobId);
+    }
+  };
+
+  /** Release the per-issue guard and the cancel request of a job that ended for good. */
+  async function finishIssue(data: JobData, jobId: string): Promise<void> {
+    const key = issueKey({ owner: data.owner, repo: data.repo, issueNumber: data.issueNumber });
+    await guard
+      .release(key, jobId)
+      .catch((err: unknown) =>
+        logger.warn(
+          { err: { message: (err as Error).message }, jobId },
+          'could not release the issue guard (it will be taken over)',
+        ),
+      );
+    await cancelRequests.clear(jobId).catch(() => undefined);
+  }
+
+  const worker = new Worker<JobData, JobResult, typeof JOB_NAME>(queueName, processor, {
+    connection: redis,
+    prefix,
+    concurrency: options.concurrency,
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
+    maxStalledCount: options.maxStalledCount,
+    autorun: true,
+  });
+
+  worker.on('error', (err) => logger.warn({ err: { message: err.message } }, 'worker error'));
+  worker.on('stalled', (jobId) =>
+    logger.warn({ jobId }, 'job stalled (its worker stopped renewing the lock); back to the queue'),
+  );
+  worker.on('lockRenewalFailed', (jobIds) => logger.warn({ jobIds }, 'job lock renewal failed'));
+  worker.on('failed', (job, err) => {
+    void onFailed(job, err);
+  });
+
+  /** The `failed` event: when the job will not run again, say so in its status comment. */
+  async function onFailed(
+    job: Job<JobData, JobResult, typeof JOB_NAME> | undefined,
+    err: Error,
+  ): Promise<void> {
+    if (!job) return;
+    const jobId = job.id ?? '';
+    try {
+      const state = await job.getState();
+      if (state !== 'failed') {
+        logger.warn(
+          { jobId, attemptsMade: job.attemptsMade, err: { message: err.message } },
+          'job attempt failed; it will run again',
+        );
+        return;
+      }
+      const parsed = jobDataSchema.safeParse(job.data);
+      if (!parsed.success) {
+        logger.error(
+          { jobId, err: { message: err.message } },
+          'job with invalid data failed; no status comment can be written',
+        );
+        return;
+      }
+      const data = parsed.data;
+      const log = createJobLogger(logger, {
+        jobId,
+        repo: `${data.owner}/${data.repo}`,
+        issue: data.issueNumber,
+      });
+      const outcome = failureOutcome(err);
+      log.error(
+        { code: outcome.kind === 'failed' ? outcome.code : outcome.kind, err: { message: err.message } },
+        'job failed for good',
+      );
+      metrics?.recordOutcome(outcome, Date.now() - (job.processedOn ?? job.timestamp));
+      try {
+        const octokit = await options.getOctokit(data.installationId);
+        const status = createStatusComment(
+          octokit,
+          { owner: data.owner, repo: data.repo, issue: data.issueNumber },
+          { commentId: data.statusCommentId, botLogin: options.botLogin?.(), jobId, logger: log },
+        );
+        await writeFinal(status, outcome, log);
+      } catch (e) {
+        log.error(
+          { err: { message: (e as Error).message } },
+          'could not write the failure into the status comment',
+        );
+      }
+      await finishIssue(data, jobId);
+    } catch (e) {
+      logger.error({ jobId, err: { message: (e as Error).message } }, 'failed-job handling failed');
+    }
+  }
+
+  let closing: Promise<void> | null = null;
+  return {
+    worker,
+    activeJobIds: () => [...active.keys()],
+    close() {
+      closing ??= (async () => {
+        const graceful = worker.close();
+        const finished = await settleWithin(graceful, options.shutdownTimeoutMs);
+        if (!finished) {
+          logger.warn(
+            { jobs: [...active.keys()] },
+            'shutdown timeout: cancelling active jobs; they go back to the queue',
+          );
+          for (const a of active.values()) a.shutdown();
+          if (!(await settleWithin(graceful, SHUTDOWN_CANCEL_GRACE_MS))) {
+            logger.error(
+              'active jobs did not stop in time; forcing the worker closed (their locks expire and they are retried)',
+            );
+            await worker.close(true).catch(() => undefined);
+          }
+        }
+        await watcher.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The final status comment write, retried a few times: it is the one a person reads. */
+async function writeFinal(status: StatusComment, outcome: Outcome, log: Logger): Promise<void> {
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    try {
+      await status.update({ phase: 'finished', outcome });
+      return;
+    } catch (err) {
+      log.warn({ attempt, err: { message: (err as Error).message } }, 'final status comment update failed');
+      if (attempt < 3) await new Promise((r) => setTimeout(r, 1000 * attempt));
+    }
+  }
+  log.error({ outcome: outcome.kind }, 'the outcome could not be written into the status comment');
+}
+
+/**
+ * A progress callback that stores every report as the BullMQ job progress and edits the status
+ * comment on each phase change, and for agent steps at most once per `intervalMs` (GitHub's
+ * secondary rate limits punish bursts of edits). Returns at once; writes happen in order.
+ */
+function createProgressReporter(
+  job: Job<JobData, JobResult, typeof JOB_NAME>,
+  show: (s: StatusState) => Promise<void>,
+  intervalMs: number,
+  log: Logger,
+  shownPhase: string | null = null,
+): (p: JobProgress) => Promise<void> {
+  let lastPhase: string | null = shownPhase;
+  let lastWrite = shownPhase === null ? 0 : Date.now();
+  return (p) => {
+    void job
+      .updateProgress(p as unknown as Record<string, unknown>)
+      .catch((err: unknown) =>
+        log.debug({ err: { message: (err as Error).message } }, 'job progress not stored'),
+      );
+    const now = Date.now();
+    const phaseChanged = p.stage !== lastPhase;
+    if (!phaseChanged && now - lastWrite < intervalMs) return Promise.resolve();
+    lastPhase = p.stage;
+    lastWrite = now;
+    const state: StatusState =
+      p.stage === 'running'
+        ? { phase: 'running', step: p.step ?? 0, maxSteps: p.maxSteps ?? null }
+        : { phase: p.stage };
+    void show(state);
+    return Promise.resolve();
+  };
+}
+
+/** Outcomes worth another run of the whole job: transient GitHub errors and retryable failures. */
+export function isRetryableOutcome(outcome: Outcome): boolean {
+  return (outcome.kind === 'github_error' || outcome.kind === 'failed') && outcome.retryable;
+}
+
+function outcomeReason(outcome: Outcome): string {
+  return 'message' in outcome ? outcome.message : outcome.kind;
+}
+
+/** The outcome shown for a job the queue gave up on. */
+export function failureOutcome(err: Error): Outcome {
+  if (err.message.includes('stalled more than allowable limit')) {
+    return {
+      kind: 'failed',
+      code: 'WORKER_LOST',
+      message:
+        'the worker running this job stopped (crashed, was killed or lost Redis) more times than allowed',
+      retryable: false,
+    };
+  }
+  if (isAppError(err) && err.code === 'GITHUB_API_ERROR') {
+    const status = typeof err.details?.status === 'number' ? err.details.status : undefined;
+    return { kind: 'github_error', message: err.message, status, retryable: err.retryable };
+  }
+  return {
+    kind: 'failed',
+    code: isAppError(err) ? err.code : 'INTERNAL',
+    message: err.message,
+    retryable: false,
+  };
+}
+
+function toJobResult(outcome: Outcome): JobResult {
+  const pullUrl = 'pullUrl' in outcome && typeof outcome.pullUrl === 'string' ? outcome.pullUrl : undefined;
+  return pullUrl ? { outcome: outcome.kind, pullUrl } : { outcome: outcome.kind };
+}
+
+/** True when `p` settled within `ms`. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

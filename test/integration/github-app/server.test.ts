@@ -1,0 +1,354 @@
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadEnv, type AppEnv } from '../../../src/config/env.js';
+import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
+import { NOTICE_MARKER } from '../../../src/github-app/issues-labeled.js';
+import { startServer, type RunningServer } from '../../../src/github-app/server.js';
+import { createSilentLogger } from '../../../src/observability/logger.js';
+import { startGheStandin, type GheStandin } from '../../helpers/ghe-standin/index.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../helpers/scripted-model-server.js';
+import { closedPort, connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../queue/redis-helper.js';
+
+const OWNER = 'octo-org';
+const REPO = 'calc';
+
+let ghe: GheStandin;
+let model: ScriptedModelServer;
+let redis: Redis;
+let prefix: string;
+let server: RunningServer;
+
+function envFor(overrides: Record<string, string> = {}): AppEnv {
+  return loadEnv({
+    APP_ID: String(ghe.appId),
+    PRIVATE_KEY: ghe.privateKey,
+    WEBHOOK_SECRET: ghe.webhookSecret,
+    GHE_HOST: ghe.host,
+    GHE_PROTOCOL: 'http',
+    QUEUE_PREFIX: prefix,
+    MODEL_URL: model.url,
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_TIMEOUT_MS: '2000',
+    ...overrides,
+  });
+}
+
+async function jobCounts(): Promise<Record<string, number>> {
+  return server.jobs.queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+}
+
+function total(counts: Record<string, number>): number {
+  return Object.values(counts).reduce((a, b) => a + b, 0);
+}
+
+beforeAll(async () => {
+  redis = await connectTestRedis();
+  ghe = await startGheStandin();
+  model = await startScriptedModelServer({ script: [] });
+  await ghe.createRepo(OWNER, REPO);
+  ghe.setPermission(OWNER, REPO, 'alice', 'write');
+  ghe.setPermission(OWNER, REPO, 'rita', 'read');
+  ghe.setPermission(OWNER, REPO, 'trish', 'triage');
+});
+
+afterAll(async () => {
+  await ghe?.close();
+  await model?.close();
+  redis?.disconnect();
+});
+
+beforeEach(async () => {
+  prefix = uniquePrefix('serve');
+  server = await startServer({ env: envFor(), logger: createSilentLogger(), port: 0, host: '127.0.0.1' });
+});
+
+afterEach(async () => {
+  await server.close();
+  await deletePrefix(redis, prefix);
+  expect(ghe.state.errors).toEqual([]);
+  expect(ghe.state.unhandled).toEqual([]);
+});
+
+function newIssue(title = 'add() returns the wrong sum'): number {
+  return ghe.createIssue(OWNER, REPO, { title, body: 'add(2, 2) gives 5', user: 'alice' }).number;
+}
+
+describe('serve: webhook route', () => {
+  it('refuses a bad signature with 401 and queues nothing', async () => {
+    const n = newIssue();
+    const payload = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { secret: 'not-the-secret' });
+    expect(res.status).toBe(401);
+    expect(total(await jobCounts())).toBe(0);
+    expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
+    expect(ghe.state.requestsTo('GET', /collaborators/)).toEqual([]);
+
+    const unsigned = await fetch(server.webhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': 'x' },
+      body: JSON.stringify(payload),
+    });
+    expect(unsigned.status).toBe(401);
+    expect(total(await jobCounts())).toBe(0);
+  });
+
+  it('queues a job for a writer: status comment "queued (position 1)", 👀, job data validated', async () => {
+    const n = newIssue();
+    const payload = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'd-1111' });
+    expect(res.status).toBe(200);
+
+    const jobs = await server.jobs.queue.getJobs(['waiting']);
+    expect(jobs).toHaveLength(1);
+    const job = jobs[0]!;
+    expect(job.data).toMatchObject({
+      version: 1,
+      deliveryId: 'd-1111',
+      installationId: ghe.installationId,
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      label: 'frognano',
+      triggeredBy: { login: 'alice' },
+    });
+    const comments = ghe.state.comments(OWNER, REPO, n);
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toContain(STATUS_MARKER);
+    expect(comments[0]!.body).toContain('queued (position 1)');
+    expect(comments[0]!.user?.login).toBe(ghe.botLogin);
+    expect(job.data.statusCommentId).toBe(comments[0]!.id);
+    expect(ghe.state.reactions.filter((r) => r.content === 'eyes')).toHaveLength(1);
+    // Permission came from the API, not from the payload.
+    expect(ghe.state.requestsTo('GET', /\/collaborators\/alice\/permission$/)).toHaveLength(1);
+  });
+
+  it('answers a read-only or triage sender with a comment and queues nothing', async () => {
+    for (const sender of ['rita', 'trish', 'stranger']) {
+      const n = newIssue();
+      const payload = ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender, label: 'frognano' });
+      const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload);
+      expect(res.status).toBe(200);
+      const comments = ghe.state.comments(OWNER, REPO, n);
+      expect(comments).toHaveLength(1);
+      expect(comments[0]!.body).toContain(NOTICE_MARKER);
+      expect(comments[0]!.body).toContain(`@${sender} needs write, maintain or admin access`);
+    }
+    expect(total(await jobCounts())).toBe(0);
+  });
+
+  it('creates one job when the same delivery arrives twice', async () => {
+    const n = newIssue();
+    const payload = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    const first = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
+    const second = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(total(await jobCounts())).toBe(1);
+    expect(ghe.state.comments(OWNER, REPO, n)).toHaveLength(1);
+
+    // Both at once: still one job.
+    const m = newIssue();
+    const p2 = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: m,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    const both = await Promise.all([
+      ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
+      ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
+    ]);
+    expect(both.map((r) => r.status)).toEqual([200, 200]);
+    expect(total(await jobCounts())).toBe(2);
+    expect(ghe.state.comments(OWNER, REPO, m).filter((c) => c.body?.includes(STATUS_MARKER))).toHaveLength(1);
+  });
+
+  it('says so when a job for the issue is already queued (a new delivery)', async () => {
+    const n = newIssue();
+    const payload = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-1' });
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-2' });
+    expect(res.status).toBe(200);
+    expect(total(await jobCounts())).toBe(1);
+    const notices = ghe.state.comments(OWNER, REPO, n).filter((c) => c.body?.includes(NOTICE_MARKER));
+    expect(notices).toHaveLength(1);
+    expect(notices[0]!.body).toContain('already queued');
+  });
+
+  it('ignores other labels and bot senders without a word; refuses closed issues', async () => {
+    const n = newIssue();
+    const other = ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'bug' });
+    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', other)).status).toBe(200);
+    const byBot = ghe.makeIssuesLabeledPayload({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: ghe.botLogin,
+      label: 'frognano',
+    });
+    (byBot.sender as { type: string }).type = 'Bot';
+    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', byBot)).status).toBe(200);
+    expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
+
+    const closed = newIssue();
+    ghe.closeIssue({ owner: OWNER, repo: REPO, issueNumber: closed, sender: 'alice' });
+    const onClosed = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: closed,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', onClosed)).status).toBe(200);
+    expect(ghe.state.comments(OWNER, REPO, closed)[0]?.body).toContain('the issue is closed');
+    expect(total(await jobCounts())).toBe(0);
+  });
+
+  it('removes a waiting job when the label is removed, and says who cancelled in the status comment', async () => {
+    const n = newIssue();
+    const labeled = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    await ghe.sendWebhook(server.webhookUrl, 'issues', labeled);
+    expect(total(await jobCounts())).toBe(1);
+
+    const unlabeled = ghe.unlabelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'trish',
+      label: 'frognano',
+    });
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', unlabeled);
+    expect(res.status).toBe(200);
+    expect(total(await jobCounts())).toBe(0);
+    const comments = ghe.state.comments(OWNER, REPO, n);
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toContain('cancelled by @trish');
+    expect(comments[0]!.body).toContain('the frognano label was removed before the job started');
+    expect(ghe.state.commentBodies(comments[0]!.id)).toHaveLength(2);
+
+    // Labelling again afterwards starts a new job, in the same status comment.
+    const again = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', again)).status).toBe(200);
+    expect(total(await jobCounts())).toBe(1);
+    expect(ghe.state.comments(OWNER, REPO, n)).toHaveLength(1);
+    expect(ghe.state.comments(OWNER, REPO, n)[0]!.body).toContain('queued (position 1)');
+
+    // Closing the issue cancels too.
+    const closed = ghe.closeIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice' });
+    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', closed)).status).toBe(200);
+    expect(total(await jobCounts())).toBe(0);
+    expect(ghe.state.comments(OWNER, REPO, n)[0]!.body).toContain('the issue was closed');
+  });
+
+  it('serves /healthz, /readyz and /metrics', async () => {
+    const health = await fetch(`${server.url}/healthz`);
+    expect(health.status).toBe(200);
+    const ready = await fetch(`${server.url}/readyz`);
+    const body = (await ready.json()) as { ready: boolean; checks: Record<string, { ok: boolean }> };
+    expect(ready.status).toBe(200);
+    expect(body.checks.redis?.ok).toBe(true);
+    expect(body.checks.model?.ok).toBe(true);
+    expect(model.modelListRequests).toBeGreaterThan(0);
+
+    const n = newIssue();
+    await ghe.sendWebhook(
+      server.webhookUrl,
+      'issues',
+      ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
+    );
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/frognano_webhooks_total\{event="issues.labeled",result="queued"\} 1/);
+    expect(metrics).toMatch(/frognano_queue_depth\{state="waiting"\} 1/);
+  });
+
+  it('reports not ready when the model server does not answer', async () => {
+    await server.close();
+    server = await startServer({
+      env: envFor({ MODEL_URL: `http://127.0.0.1:${await closedPort()}/v1` }),
+      logger: createSilentLogger(),
+      port: 0,
+      host: '127.0.0.1',
+    });
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as { checks: Record<string, { ok: boolean; detail?: string }> };
+    expect(body.checks.model?.ok).toBe(false);
+    expect(body.checks.redis?.ok).toBe(true);
+  });
+});
+
+describe('serve: Redis unavailable', () => {
+  it('answers 5xx and writes nothing on GitHub, so the delivery can be redelivered', async () => {
+    await server.close();
+    server = await startServer({
+      env: envFor({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }),
+      logger: createSilentLogger(),
+      port: 0,
+      host: '127.0.0.1',
+      redisReadyTimeoutMs: 200,
+    });
+    const n = newIssue();
+    const before = ghe.state.commentHistory.length;
+    const payload = ghe.labelIssue({
+      owner: OWNER,
+      repo: REPO,
+      issueNumber: n,
+      sender: 'alice',
+      label: 'frognano',
+    });
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload);
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    expect(res.status).toBeLessThan(600);
+    expect(ghe.state.commentHistory.length).toBe(before);
+    expect(
+      ghe.state.reactions.filter((r) => r.subject.kind === 'issue' && r.subject.issueNumber === n),
+    ).toEqual([]);
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(503);
+  });
+});
+
+describe('serve: shutdown', () => {
+  it('drains: close() resolves, the port stops accepting', async () => {
+    const url = server.url;
+    await server.close();
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    await waitFor(() => server.redis.status === 'end', 'redis closed', 2000);
+  });
+});

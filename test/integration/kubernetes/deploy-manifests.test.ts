@@ -1,0 +1,241 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { idOf, renderKustomization } from '../../helpers/kube-standin/render-kustomize.js';
+import { validateKubernetesObject } from '../../helpers/kube-standin/validate-object.js';
+
+// deploy/ rendered as `kubectl kustomize deploy/overlays/<name>` would (test/helpers/kube-standin/
+// render-kustomize.ts; `npm run test:k8s` compares the two), every object validated against the
+// Kubernetes OpenAPI schema, and the security fields checked.
+
+/** Rendered YAML, read freely (each object is schema-validated in the first test). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;
+const overlays: Record<'dev' | 'production', Obj[]> = {
+  dev: renderKustomization('deploy/overlays/dev'),
+  production: renderKustomization('deploy/overlays/production'),
+};
+const find = (objs: Obj[], kind: string, name: string, namespace?: string): Obj => {
+  const o = objs.find(
+    (x) =>
+      x.kind === kind &&
+      x.metadata?.name === name &&
+      (namespace === undefined || x.metadata?.namespace === namespace),
+  );
+  if (!o) throw new Error(`no ${kind}/${name} in the rendered overlay`);
+  return o;
+};
+const podSpec = (o: Obj): Obj => o.spec.template.spec;
+
+describe.each(Object.entries(overlays))('deploy/overlays/%s', (_name, objects) => {
+  it('renders objects that all validate against the Kubernetes OpenAPI schema', () => {
+    expect(objects.length).toBeGreaterThan(25);
+    expect(objects.flatMap((o) => validateKubernetesObject(o))).toEqual([]);
+    const ids = objects.map(idOf);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('has the two namespaces, the sandbox one under Pod Security "restricted"', () => {
+    expect(find(objects, 'Namespace', 'frognano').metadata.name).toBe('frognano');
+    expect(
+      find(objects, 'Namespace', 'frognano-sandboxes').metadata.labels['pod-security.kubernetes.io/enforce'],
+    ).toBe('restricted');
+  });
+
+  it('gives the worker only the verbs the sandbox driver uses, in the sandbox namespace only', () => {
+    const role = find(objects, 'Role', 'frognano-sandbox-driver', 'frognano-sandboxes');
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['pods'], verbs: ['create', 'get', 'list', 'delete'] },
+      { apiGroups: [''], resources: ['pods/exec'], verbs: ['create', 'get'] },
+      { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+      {
+        apiGroups: ['networking.k8s.io'],
+        resources: ['networkpolicies'],
+        verbs: ['create', 'get', 'list', 'delete'],
+      },
+    ]);
+    const binding = find(objects, 'RoleBinding', 'frognano-sandbox-driver', 'frognano-sandboxes');
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'frognano-worker', namespace: 'frognano' },
+    ]);
+    expect(objects.filter((o) => ['ClusterRole', 'ClusterRoleBinding'].includes(o.kind))).toEqual([]);
+    expect(
+      find(objects, 'ServiceAccount', 'frognano-sandbox', 'frognano-sandboxes').automountServiceAccountToken,
+    ).toBe(false);
+    expect(podSpec(find(objects, 'Deployment', 'frognano-worker')).serviceAccountName).toBe(
+      'frognano-worker',
+    );
+  });
+
+  it('hardens every workload: non-root, no escalation, no capabilities, seccomp, resources, probes', () => {
+    const workloads = objects.filter((o) => ['Deployment', 'StatefulSet'].includes(o.kind));
+    expect(workloads.map((o) => o.metadata.name).sort()).toEqual([
+      'frognano-redis',
+      'frognano-server',
+      'frognano-sglang',
+      'frognano-worker',
+    ]);
+    for (const w of workloads) {
+      const spec = podSpec(w);
+      expect(spec.securityContext?.seccompProfile?.type, w.metadata.name).toBe('RuntimeDefault');
+      expect(spec.enableServiceLinks, w.metadata.name).toBe(false);
+      for (const c of spec.containers) {
+        const where = `${w.metadata.name}/${c.name}`;
+        expect(c.securityContext?.allowPrivilegeEscalation, where).toBe(false);
+        expect(c.securityContext?.capabilities?.drop, where).toEqual(['ALL']);
+        expect(c.resources?.requests?.memory, where).toBeDefined();
+        expect(c.resources?.limits?.memory, where).toBe(c.resources?.requests?.memory);
+        expect(c.resources?.limits?.cpu, where).toBeDefined();
+        expect(c.readinessProbe, where).toBeDefined();
+        expect(c.livenessProbe, where).toBeDefined();
+      }
+    }
+    for (const name of ['frognano-server', 'frognano-worker', 'frognano-redis']) {
+      const w = workloads.find((o) => o.metadata.name === name)!;
+      expect(podSpec(w).securityContext.runAsNonRoot, name).toBe(true);
+      expect(podSpec(w).containers[0].securityContext.readOnlyRootFilesystem, name).toBe(true);
+    }
+    for (const name of ['frognano-server', 'frognano-redis', 'frognano-sglang']) {
+      expect(
+        podSpec(workloads.find((o) => o.metadata.name === name)!).automountServiceAccountToken,
+        name,
+      ).toBe(false);
+    }
+    for (const name of ['frognano-server', 'frognano-worker']) {
+      const pdb = find(objects, 'PodDisruptionBudget', name, 'frognano');
+      expect(pdb.spec.selector.matchLabels).toEqual(
+        find(objects, 'Deployment', name).spec.selector.matchLabels,
+      );
+    }
+    expect(find(objects, 'Service', 'frognano-server').spec.ports[0].targetPort).toBe('http');
+  });
+
+  it('runs SGLang with one GPU, weights from a PVC, the parsers and readiness on /health', () => {
+    const sglang = find(objects, 'Deployment', 'frognano-sglang');
+    const c = podSpec(sglang).containers[0];
+    const args = c.command.join(' ');
+    expect(args).toContain('--reasoning-parser qwen3');
+    expect(args).toContain('--tool-call-parser qwen3_coder');
+    expect(args).toContain('--context-length 131072');
+    expect(c.resources.limits['nvidia.com/gpu']).toBe('1');
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
+    expect(
+      podSpec(sglang).volumes.find((v: Obj) => v.name === 'weights').persistentVolumeClaim.claimName,
+    ).toBe('frognano-model-weights');
+    expect(
+      find(objects, 'PersistentVolumeClaim', 'frognano-model-weights').spec.resources.requests.storage,
+    ).toBeDefined();
+    expect(find(objects, 'Service', 'frognano-sglang').spec.ports[0].port).toBe(30000);
+  });
+
+  it('keeps Redis in a StatefulSet with append-only persistence', () => {
+    const redis = find(objects, 'StatefulSet', 'frognano-redis');
+    const args: string[] = podSpec(redis).containers[0].args;
+    expect(args[args.indexOf('--appendonly') + 1]).toBe('yes');
+    expect(redis.spec.volumeClaimTemplates[0].metadata.name).toBe('data');
+  });
+
+  it('closes the sandbox namespace: default deny, quota and limits', () => {
+    const deny = find(objects, 'NetworkPolicy', 'default-deny', 'frognano-sandboxes');
+    expect(deny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+    const quota = find(objects, 'ResourceQuota', 'sandboxes', 'frognano-sandboxes');
+    for (const key of ['pods', 'limits.cpu', 'limits.memory', 'limits.ephemeral-storage'])
+      expect(quota.spec.hard[key], key).toBeDefined();
+    const limits = find(objects, 'LimitRange', 'sandboxes', 'frognano-sandboxes');
+    expect(limits.spec.limits[0].max).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+  });
+
+  it('lets the server reach Redis, and the worker Redis, SGLang, the GitHub host and the API server', () => {
+    const egressTo = (policy: Obj) => policy.spec.egress as Obj[];
+    const appDeny = find(objects, 'NetworkPolicy', 'default-deny', 'frognano');
+    expect(appDeny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
+    const server = find(objects, 'NetworkPolicy', 'server', 'frognano');
+    expect(egressTo(server)).toEqual([
+      {
+        to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'redis' } } }],
+        ports: [{ protocol: 'TCP', port: 6379 }],
+      },
+    ]);
+    const worker = find(objects, 'NetworkPolicy', 'worker', 'frognano');
+    expect(
+      egressTo(worker).map((e) => [
+        e.to[0].podSelector.matchLabels['app.kubernetes.io/component'],
+        e.ports[0].port,
+      ]),
+    ).toEqual([
+      ['redis', 6379],
+      ['model-server', 30000],
+    ]);
+    const github = find(objects, 'NetworkPolicy', 'github-egress', 'frognano');
+    expect(github.spec.podSelector.matchExpressions[0].values).toEqual(['server', 'worker']);
+    expect(egressTo(github)[0]!.ports).toEqual([{ protocol: 'TCP', port: 443 }]);
+    const api = find(objects, 'NetworkPolicy', 'apiserver-egress', 'frognano');
+    expect(api.spec.podSelector.matchLabels['app.kubernetes.io/component']).toBe('worker');
+    const redis = find(objects, 'NetworkPolicy', 'redis', 'frognano');
+    expect(redis.spec.ingress[0].from[0].podSelector.matchExpressions[0].values).toEqual([
+      'server',
+      'worker',
+    ]);
+    const env = find(objects, 'ConfigMap', 'frognano-env', 'frognano').data;
+    expect(env).toMatchObject({
+      SANDBOX_DRIVER: 'kubernetes',
+      SANDBOX_NAMESPACE: 'frognano-sandboxes',
+      REDIS_URL: 'redis://frognano-redis:6379',
+    });
+  });
+});
+
+describe('overlay differences', () => {
+  it('production: two replicas each, gVisor sandboxes, its registry and CIDRs', () => {
+    const p = overlays.production;
+    expect(find(p, 'Deployment', 'frognano-server').spec.replicas).toBe(2);
+    expect(find(p, 'Deployment', 'frognano-worker').spec.replicas).toBe(2);
+    expect(podSpec(find(p, 'Deployment', 'frognano-worker')).containers[0].resources.limits.memory).toBe(
+      '1Gi',
+    );
+    expect(podSpec(find(p, 'Deployment', 'frognano-worker')).containers[0].envFrom).toHaveLength(2);
+    expect(find(p, 'ConfigMap', 'frognano-env').data.SANDBOX_RUNTIME_CLASS).toBe('gvisor');
+    expect(find(p, 'RuntimeClass', 'gvisor').handler).toBe('runsc');
+    expect(podSpec(find(p, 'Deployment', 'frognano-server')).containers[0].image).toBe(
+      'registry.example.com/frognano/frognano-bot:0.1.0',
+    );
+    expect(find(p, 'NetworkPolicy', 'github-egress').spec.egress[0].to[0].ipBlock.cidr).toBe('10.20.30.0/24');
+  });
+
+  it('dev: one replica, debug logs, a small sandbox quota, local images', () => {
+    const d = overlays.dev;
+    expect(find(d, 'Deployment', 'frognano-worker').spec.replicas).toBe(1);
+    expect(find(d, 'ConfigMap', 'frognano-env').data).toMatchObject({
+      LOG_LEVEL: 'debug',
+      SANDBOX_IMAGE: 'frognano-sandbox:dev',
+    });
+    expect(find(d, 'ConfigMap', 'frognano-env').data.SANDBOX_RUNTIME_CLASS).toBeUndefined();
+    expect(find(d, 'ResourceQuota', 'sandboxes').spec.hard.pods).toBe('4');
+    expect(podSpec(find(d, 'Deployment', 'frognano-worker')).containers[0].image).toBe('frognano-bot:dev');
+  });
+});
+
+describe('Dockerfiles', () => {
+  it('builds the app in stages and runs it as a non-root user', () => {
+    const app = readFileSync('deploy/docker/app.Dockerfile', 'utf8');
+    expect(app.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
+    expect(app).toMatch(/^COPY --from=build /m);
+    expect(app).toMatch(/^USER 10001:10001$/m);
+  });
+
+  it('builds the sandbox image non-root (uid 1000) with git, bash, coreutils, python3 and pytest', () => {
+    const sandbox = readFileSync('deploy/docker/sandbox.Dockerfile', 'utf8');
+    expect(sandbox).toMatch(/^USER 1000:1000$/m);
+    for (const pkg of [
+      'git',
+      'bash',
+      'coreutils',
+      'util-linux',
+      'findutils',
+      'tar',
+      'python3',
+      'python3-pytest',
+    ]) {
+      expect(sandbox).toMatch(new RegExp(`\\s${pkg}\\s`));
+    }
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import {
+  formatDuration,
+  renderStatus,
+  STATUS_MARKER,
+  untrusted,
+} from '../../../src/github-app/status-comment.js';
+import type { Outcome, RunSummary } from '../../../src/pipeline/outcome.js';
+
+const summary: RunSummary = {
+  jobId: 'o.r.1.d',
+  exitReason: 'agent',
+  steps: 12,
+  maxSteps: 100,
+  promptTokens: 123456,
+  completionTokens: 789,
+  elapsedMs: 192_000,
+  finalMessage: 'done',
+  diffstat: ' calc.py | 2 +-',
+  tests: {
+    command: 'pytest -q',
+    exitCode: 1,
+    passed: false,
+    outputTail: 'FAILED test_add\n1 failed',
+    timedOut: false,
+  },
+};
+
+const all: Outcome[] = [
+  {
+    kind: 'pr_opened',
+    pullNumber: 5,
+    pullUrl: 'https://ghe/o/r/pull/5',
+    updated: false,
+    summary: { ...summary, tests: { ...summary.tests!, passed: true, exitCode: 0 } },
+  },
+  { kind: 'no_change', summary },
+  { kind: 'tests_failing', patch: 'diff --git a/x b/x\n-1\n+2\n', summary },
+  { kind: 'llm_unreachable', message: 'ECONNREFUSED 10.0.0.5:30000' },
+  { kind: 'sandbox_failed', message: 'bwrap: setting up uid map: Permission denied' },
+  { kind: 'timed_out', message: 'the agent ran for 1800 s' },
+  { kind: 'cancelled', by: 'trish', reason: 'the frognano label was removed' },
+  {
+    kind: 'refused',
+    reason: 'invalid configuration',
+    details: ['.github/frognano.yml: maxSteps: must be a number'],
+  },
+  { kind: 'github_error', message: 'Resource not accessible by integration', status: 403, retryable: false },
+  { kind: 'failed', code: 'INTERNAL', message: 'boom', retryable: false },
+];
+
+describe('renderStatus', () => {
+  it('starts with the marker and has its own headline for every outcome kind', () => {
+    const headlines = all.map((outcome) => {
+      const body = renderStatus({ phase: 'finished', outcome }, { jobId: 'o.r.1.d' });
+      expect(body.startsWith(`${STATUS_MARKER}\n`)).toBe(true);
+      expect(body).toContain('job `o.r.1.d`');
+      return body.split('\n')[1];
+    });
+    expect(new Set(headlines).size).toBe(all.length);
+  });
+
+  it('says what happened and what a person can do next', () => {
+    const text = (o: Outcome) => renderStatus({ phase: 'finished', outcome: o });
+    expect(text(all[0]!)).toContain('Opened [#5](https://ghe/o/r/pull/5) as a **draft**');
+    expect(text(all[0]!)).toContain('cannot be merged until a person with write access approves it');
+    expect(text(all[1]!)).toContain('add detail to the issue');
+    expect(text(all[2]!)).toContain('no pull request was opened');
+    expect(text(all[2]!)).toContain('<details><summary>Patch</summary>');
+    expect(text(all[2]!)).toContain('```diff\ndiff --git a/x b/x');
+    expect(text(all[2]!)).toContain('<details><summary>Test output (end)</summary>');
+    expect(text(all[3]!)).toContain('ask an administrator to check the model server');
+    expect(text(all[6]!)).toContain('cancelled by @trish');
+    expect(text(all[6]!)).toContain(
+      '@trish cancelled the job: the frognano label was removed. Nothing was pushed.',
+    );
+    expect(text(all[7]!)).toContain('- .github/frognano.yml: maxSteps: must be a number');
+    expect(text(all[8]!)).toContain('(HTTP 403)');
+    expect(text(all[8]!)).toContain('check the app’s permissions');
+    expect(text(all[1]!)).toContain(
+      'steps: 12 of 100 · tokens: 123,456 prompt + 789 completion · time: 3m 12s · exit reason: `agent`',
+    );
+  });
+
+  it('shows progress states', () => {
+    expect(renderStatus({ phase: 'queued', position: 3, triggeredBy: 'alice' })).toContain(
+      'queued (position 3)',
+    );
+    expect(renderStatus({ phase: 'running', step: 4, maxSteps: 100 })).toContain('running (step 4 of 100)');
+    expect(renderStatus({ phase: 'testing', command: 'npm test' })).toContain('Running `npm test`.');
+    expect(renderStatus({ phase: 'not_queued', reason: 'Redis down' })).toContain('could not be queued');
+  });
+
+  it('keeps a fence that the patch cannot close, and cuts long patches', () => {
+    const patch = `+ \`\`\`\`\n${'x'.repeat(50_000)}`;
+    const body = renderStatus({ phase: 'finished', outcome: { kind: 'tests_failing', patch, summary } });
+    expect(body).toContain('`````diff');
+    expect(body).toContain('first 40,000 of');
+    expect(body.length).toBeLessThan(65_536);
+  });
+
+  it('defuses mentions and HTML in untrusted text', () => {
+    expect(untrusted('@everyone <img src=x> & co')).toBe('@\u200beveryone &lt;img src=x&gt; &amp; co');
+    const body = renderStatus({
+      phase: 'finished',
+      outcome: { kind: 'failed', code: 'X', message: 'ping @admin', retryable: false },
+    });
+    expect(body).not.toContain('@admin');
+  });
+
+  it('formats durations', () => {
+    expect(formatDuration(45_000)).toBe('45s');
+    expect(formatDuration(192_000)).toBe('3m 12s');
+    expect(formatDuration(3_720_000)).toBe('1h 2m');
+  });
+});

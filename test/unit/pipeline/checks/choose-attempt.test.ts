@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { chooseAttempt, type AttemptResult } from '../../../../src/pipeline/checks/choose-attempt.js';
+import type { TestComparison } from '../../../../src/pipeline/checks/test-results.js';
+
+function comparison(fixed: number, broken: number, stillFailing = 0): TestComparison {
+  const ids = (n: number, p: string): string[] => Array.from({ length: n }, (_, i) => `${p}${i}`);
+  return {
+    granularity: 'per-test',
+    fixed: ids(fixed, 'f'),
+    broken: ids(broken, 'b'),
+    stillFailing: ids(stillFailing, 's'),
+    newTests: [],
+    removedTests: [],
+    passingOnBoth: 3,
+    baseCounts: null,
+    headCounts: null,
+    nothingBroken: broken === 0,
+  };
+}
+
+function verified(
+  attempt: number,
+  fixed: number,
+  broken: number,
+  lines: number,
+  tampered = false,
+): AttemptResult {
+  return {
+    attempt,
+    status: 'verified',
+    comparison: comparison(fixed, broken, 1),
+    linesChanged: lines,
+    filesChanged: 1,
+    tampered,
+  };
+}
+
+describe('chooseAttempt', () => {
+  it('prefers an attempt that breaks nothing over one that fixes more but breaks a test', () => {
+    const choice = chooseAttempt([verified(1, 2, 1, 10), verified(2, 1, 0, 30)]);
+    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.reason).toBe(
+      'Attempt 2 was chosen: it breaks no test, while attempt 1 (the next best) breaks 1 test.',
+    );
+  });
+
+  it('then prefers the attempt that fixes the most tests', () => {
+    const choice = chooseAttempt([verified(1, 0, 0, 2), verified(2, 1, 0, 40), verified(3, 0, 0, 1)]);
+    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.reason).toBe(
+      'Attempt 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: attempt 3 with none fixed).',
+    );
+  });
+
+  it('then the attempt that leaves the tests alone, then the smallest diff, then the earliest', () => {
+    expect(chooseAttempt([verified(1, 1, 0, 2, true), verified(2, 1, 0, 9)]).reason).toBe(
+      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, and it leaves the tests alone while attempt 1 modifies them.',
+    );
+    const bySize = chooseAttempt([verified(1, 1, 0, 9), verified(2, 1, 0, 4), verified(3, 1, 0, 4)]);
+    expect(bySize.winner?.attempt).toBe(2);
+    expect(bySize.reason).toBe(
+      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 3, with a change of the same size; the earlier attempt is kept.',
+    );
+    expect(chooseAttempt([verified(1, 1, 0, 9), verified(2, 1, 0, 4)]).reason).toBe(
+      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, with the smaller change (4 lines against 9 lines).',
+    );
+  });
+
+  it('never chooses a refused, failed or empty attempt, and lists every attempt in order', () => {
+    const choice = chooseAttempt([
+      { attempt: 3, status: 'failed', note: 'the model server did not answer' },
+      { attempt: 1, status: 'refused', note: 'the change touches `.github/workflows/ci.yml`' },
+      verified(2, 1, 0, 4),
+      { attempt: 4, status: 'no_change' },
+    ]);
+    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.reason).toBe(
+      'Attempt 2 was chosen: it is the only one of 4 attempts whose change passed the checks and could be tested.',
+    );
+    expect(choice.rows).toEqual([
+      { attempt: 1, chosen: false, result: 'refused: the change touches `.github/workflows/ci.yml`' },
+      { attempt: 2, chosen: true, result: '1 fixed, 0 broken, 1 still failing; 4 lines in 1 file' },
+      { attempt: 3, chosen: false, result: 'failed: the model server did not answer' },
+      { attempt: 4, chosen: false, result: 'no change' },
+    ]);
+  });
+
+  it('has no winner when no attempt is a candidate', () => {
+    const choice = chooseAttempt([
+      { attempt: 1, status: 'no_change' },
+      { attempt: 2, status: 'refused', note: 'secret' },
+    ]);
+    expect(choice.winner).toBeNull();
+    expect(choice.reason).toBe(
+      'None of the 2 attempts produced a change that passed the checks and could be tested.',
+    );
+  });
+
+  it('takes a repository without tests as breaking nothing and fixing nothing', () => {
+    const choice = chooseAttempt([
+      { attempt: 1, status: 'verified', comparison: null, linesChanged: 8 },
+      { attempt: 2, status: 'verified', comparison: null, linesChanged: 3, tampered: false },
+    ]);
+    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.rows[1]?.result).toBe('no tests to run; 3 lines');
+  });
+});
