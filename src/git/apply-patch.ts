@@ -66,3 +66,14 @@ export async function stagedDiffStat(dir: string): Promise<{ stat: string; files
   }
   return { stat: stat.stdout.toString('utf8').trimEnd(), files };
 }
+
+/**
+ * Undo an applied patch: index and working tree back to `HEAD` (`git reset --hard`; files the patch
+ * added to the index are removed with it). Used between the attempts of a best-of-N job, which are
+ * verified one after the other in the same clone.
+ *
+ * @throws AppError `GIT_FAILED`, `CANCELLED`.
+ */
+export async function resetToHead(dir: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+  await runGit(['reset', '--quiet', '--hard', 'HEAD'], { cwd: dir, signal: options.signal, timeoutMs: 120_000 });
+}

@@ -5,7 +5,9 @@ import type { Logger } from './logger.js';
 
 /**
  * Where trajectories and test logs of jobs are kept: one folder per job under `dir`
- * (`<dir>/<jobId>/trajectory.json`, `<dir>/<jobId>/attempt-<n>.json`, `<dir>/<jobId>/<name>.log`);
+ * (`<dir>/<jobId>/trajectory.json`, `<dir>/<jobId>/<name>.log`; with best-of-N attempts also
+ * `<dir>/<jobId>/attempt-<n>.json` per attempt, `trajectory.json` then being a copy of the chosen one,
+ * and `attempts.json`, the summary of the choice);
  * in Kubernetes `dir` is a volume. Folders older than `retentionDays` are removed by {@link
  * TrajectoryStore.sweep}.
  */
@@ -17,6 +19,11 @@ export interface TrajectoryStore {
   trajectoryPath(jobId: string, name?: string): string;
   /** Store a text log (test output…) of a job; returns its path. */
   saveLog(jobId: string, name: string, text: string): Promise<string>;
+  /**
+   * Store a JSON document of a job as `<name>.json` (written to a temporary file, then renamed, so a
+   * reader never sees half a file); returns its path. `name` is made safe like {@link saveLog}'s.
+   */
+  saveJson(jobId: string, name: string, data: unknown): Promise<string>;
   /** Load a trajectory by job id (or a path to a trajectory file). Throws `TRAJECTORY_NOT_FOUND`. */
   load(jobIdOrPath: string): Promise<unknown>;
   /** Remove job folders whose newest file is older than the retention; returns how many. */
@@ -50,6 +57,14 @@ export function createTrajectoryStore(options: { dir: string; retentionDays?: nu
       await mkdir(d, { recursive: true });
       const path = join(d, `${name.replace(/[^A-Za-z0-9._-]/g, '_')}.log`);
       await writeFile(`${path}.tmp`, text);
+      await rename(`${path}.tmp`, path);
+      return path;
+    },
+    async saveJson(jobId, name, data) {
+      const d = jobDir(jobId);
+      await mkdir(d, { recursive: true });
+      const path = join(d, `${name.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
+      await writeFile(`${path}.tmp`, `${JSON.stringify(data, null, 2)}\n`);
       await rename(`${path}.tmp`, path);
       return path;
     },

@@ -23,7 +23,17 @@ export type Outcome =
   | { kind: 'sandbox_failed'; message: string; summary?: RunSummary }
   | { kind: 'timed_out'; message: string; summary?: RunSummary }
   | { kind: 'cancelled'; by: string | null; reason: string; summary?: RunSummary }
-  | { kind: 'refused'; reason: string; details?: string[] }
+  | {
+      kind: 'refused';
+      reason: string;
+      details?: string[];
+      /**
+       * `patch`: the agent ran and a check refused its change (protected path, patch limits, secret);
+       * absent: the job was refused before it ran (permission, policy, configuration).
+       */
+      stage?: 'patch';
+      summary?: RunSummary;
+    }
   | { kind: 'github_error'; message: string; status?: number; retryable: boolean }
   | { kind: 'failed'; code: string; message: string; retryable: boolean; summary?: RunSummary };
 
@@ -44,7 +54,17 @@ export interface RunSummary {
   /** `git diff --stat`-style summary of the patch, if any. */
   diffstat?: string;
   /** Test command and result, when tests ran. */
-  tests?: { command: string; exitCode: number | null; passed: boolean; outputTail: string; timedOut: boolean };
+  tests?: {
+    command: string;
+    exitCode: number | null;
+    passed: boolean;
+    outputTail: string;
+    timedOut: boolean;
+    /** One sentence comparing the base and the patched tree (fixed, broken…), when both ran. */
+    verdict?: string;
+  };
+  /** With best-of-N: which attempt this summary is of, out of how many. */
+  attempt?: { number: number; of: number };
 }
 
 /**

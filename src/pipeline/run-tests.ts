@@ -2,6 +2,8 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import { clearTestReports, collectTestReport, planTestReport } from './checks/test-report-capture.js';
+import type { TestCaseResult, TestReportFormat } from './checks/test-results.js';
 import { detectTestCommand } from './detect-test-command.js';
 
 /** Lines of test output kept as the tail shown in the pull request and the status comment. */
@@ -32,6 +34,14 @@ export interface TestRun {
   output: string;
   /** Wall-clock time of setup and tests, in milliseconds. */
   durationMs: number;
+  /**
+   * Per-test results, when the runner gave a report (pytest JUnit XML, `go test -json`, vitest's
+   * junit reporter, jest's JSON; see checks/test-report-capture.ts); `null` or absent otherwise —
+   * then only the exit code speaks.
+   */
+  tests?: TestCaseResult[] | null;
+  /** The report the per-test results came from. */
+  reportFormat?: TestReportFormat | null;
 }
 
 /** Options of {@link runTests}. */
@@ -57,7 +67,9 @@ export interface RunTestsOptions {
  * and — for the base/head comparison of issue 6 — on the base tree.
  *
  * Output of stdout and stderr is interleaved (`exec 2>&1`) and `CI=true` is set, so runners that
- * default to a watch mode (jest) run once.
+ * default to a watch mode (jest) run once. The runners are asked for a per-test report through
+ * documented flags and environment variables (`planTestReport`), read back from the sandbox before
+ * it is destroyed; the command shown to people stays the configured or detected one.
  *
  * @returns the result, or `null` when no test command is configured and none could be detected.
  * @throws AppError `CANCELLED` when `signal` aborted; sandbox errors (`SANDBOX_UNAVAILABLE`,
@@ -106,14 +118,40 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
         return finish({ exitCode: r.exitCode, timedOut: r.timedOut, passed: false });
       }
     }
-    const r = await runMerged(sandbox, command, timeoutMs, signal);
+    const plan = planTestReport(command, {
+      npmTestScript: /^npm\s/.test(command.trim()) ? await npmTestScript(sandbox) : null,
+    });
+    await clearTestReports(sandbox, plan, signal);
+    const r = await runMerged(sandbox, plan.command, timeoutMs, signal, plan.env);
     throwIfCancelled(signal);
-    output += r.text;
+    const report = r.timedOut
+      ? { tests: null, format: null, output: r.text }
+      : await collectTestReport(sandbox, plan, r.text, { signal });
+    output += report.output;
     if (r.truncated) output += `\n[output cut at ${TEST_OUTPUT_BYTES} bytes]\n`;
-    logger.info({ command, exitCode: r.exitCode, timedOut: r.timedOut }, 'tests ran');
-    return finish({ exitCode: r.exitCode, timedOut: r.timedOut, passed: r.exitCode === 0 && !r.timedOut });
+    logger.info(
+      { command, exitCode: r.exitCode, timedOut: r.timedOut, tests: report.tests?.length ?? null },
+      'tests ran',
+    );
+    return {
+      ...finish({ exitCode: r.exitCode, timedOut: r.timedOut, passed: r.exitCode === 0 && !r.timedOut }),
+      tests: report.tests,
+      reportFormat: report.format,
+    };
   } finally {
     await sandbox.destroy();
+  }
+}
+
+/** `scripts.test` of the tree's package.json, read through the sandbox; `null` when there is none. */
+async function npmTestScript(sandbox: Sandbox): Promise<string | null> {
+  try {
+    const pkg = JSON.parse((await sandbox.readFile('package.json', { maxBytes: 1024 * 1024 })).toString('utf8')) as {
+      scripts?: Record<string, unknown>;
+    };
+    return typeof pkg.scripts?.test === 'string' ? pkg.scripts.test : null;
+  } catch {
+    return null;
   }
 }
 
@@ -122,11 +160,12 @@ async function runMerged(
   command: string,
   timeoutMs: number,
   signal: AbortSignal | undefined,
+  env: Record<string, string> = {},
 ): Promise<{ text: string; exitCode: number | null; timedOut: boolean; truncated: boolean }> {
   const r = await sandbox.exec(`exec 2>&1\n${command}`, {
     timeoutMs,
     signal,
-    env: { CI: 'true' },
+    env: { CI: 'true', ...env },
     maxOutputBytes: TEST_OUTPUT_BYTES,
   });
   return {

@@ -101,6 +101,12 @@ export interface KubernetesSandboxFactoryOptions {
    * idle timeout do not cut a command that prints nothing for minutes. Default 30 000.
    */
   execPingIntervalMs?: number;
+  /**
+   * After an exec stream broke, how long to keep re-reading the pod before calling it a plain cut
+   * stream rather than a dead pod, ms: the pod's status (OOMKilled, Failed) can lag behind the
+   * stream by a few seconds. Default 5000.
+   */
+  deathCheckMs?: number;
   /** Times a dead pod is recreated (and the calls replayed) per sandbox. Default 2. */
   maxRecoveries?: number;
   /** Directory of the worker-side copy of `copyIn` archives (kept for replay). Default os.tmpdir(). */
@@ -154,6 +160,8 @@ interface RawResult {
   code: number;
   state: 'exit' | 'timeout' | 'killed';
   outputTruncated: boolean;
+  /** Set on the stand-in result of a command whose pod was OOMKilled under it (not journaled). */
+  lostWithPod?: true;
 }
 
 const BASE_ENV: Readonly<Record<string, string>> = {
@@ -173,18 +181,25 @@ const BASE_ENV: Readonly<Record<string, string>> = {
  * behind a deny-all NetworkPolicy created first (DESIGN.md "Security model").
  *
  * `create` throws {@link AppError} `SANDBOX_UNAVAILABLE` with the fix in the message when the
- * policy or pod is refused (RBAC; ResourceQuota: retryable), the image cannot be pulled, the pod
- * cannot be scheduled (retryable) or is not Running within `startTimeoutMs`; and whatever
- * `verify` throws (e.g. `EGRESS_NOT_BLOCKED`).
+ * policy or pod is refused (RBAC; namespace missing; ResourceQuota: retryable), the image cannot be
+ * pulled, the pod cannot be scheduled (retryable) or is not Running within `startTimeoutMs`;
+ * `EGRESS_NOT_BLOCKED` when the egress probe reached a target; and whatever `verify` throws. On
+ * any of these the pod and the policy are deleted again.
  *
- * Recovery: when a call finds the pod dead (deleted, evicted, OOMKilled), the pod is recreated
- * (at most `maxRecoveries` times per sandbox), every `copyIn`, `writeFile` and `exec` recorded
- * since the sandbox was created is replayed in order, and each replayed exec must end with the same
- * exit code and timeout flag as originally (aborted execs are replayed but not compared); then the
- * failed call is retried — except an exec during which the pod was OOMKilled, which returns
- * `exitCode: null, signal: 'SIGKILL'` and says so on stderr, since running it again would only run
- * out of memory again. A diverging replay, a pod that exceeded its `activeDeadlineSeconds`, or one
- * recovery too many throws `SANDBOX_GONE`.
+ * Exec: see `pod-scripts.ts` (in-pod wrapper: process group, watchdog, end-of-output trailer) and
+ * `pod-exec.ts` (WebSocket). An exit status above 128 is reported as the signal 128 + n, as shells
+ * report it (the in-pod shell cannot tell `exit 137` from SIGKILL). `limits.maxProcesses` is not
+ * enforced per sandbox (the kubelet's pod PID limit applies); `limits.cpuSeconds` is `ulimit -t`.
+ *
+ * Recovery: when a call finds the pod dead (deleted, evicted, OOMKilled), the pod — and the
+ * NetworkPolicy, if it is gone too — is recreated (at most `maxRecoveries` times per sandbox), and
+ * the journal is replayed in order: every `copyIn`, `writeFile` and `exec` made since `create`
+ * returned (reads and lists are not recorded). Each replayed exec must end with the same exit code
+ * and timeout flag as originally (aborted execs are replayed with their measured duration as
+ * timeout and not compared). Then the failed call is retried — except an exec during which the pod
+ * was OOMKilled, which returns `exitCode: null, signal: 'SIGKILL'` and says so on stderr (and is
+ * not recorded), since running it again would only run out of memory again. A diverging replay, a
+ * pod that exceeded its `activeDeadlineSeconds`, or one recovery too many throws `SANDBOX_GONE`.
  */
 export function createKubernetesSandboxFactory(options: KubernetesSandboxFactoryOptions): SandboxFactory {
   const core = options.kubeConfig.makeApiClient(CoreV1Api);
@@ -231,6 +246,7 @@ export function createKubernetesSandboxFactory(options: KubernetesSandboxFactory
         cpuSeconds: limits.cpuSeconds,
         spoolDir: options.spoolDir ?? tmpdir(),
         pingIntervalMs: options.execPingIntervalMs ?? 30_000,
+        deathCheckMs: options.deathCheckMs ?? 5000,
       });
       try {
         await sandbox.start();
@@ -240,6 +256,7 @@ export function createKubernetesSandboxFactory(options: KubernetesSandboxFactory
           });
         }
         if (options.verify) await options.verify(sandbox);
+        sandbox.startJournal();
         return sandbox;
       } catch (err) {
         await sandbox.destroy();
@@ -262,6 +279,7 @@ interface SandboxInternals {
   cpuSeconds: number | undefined;
   spoolDir: string;
   pingIntervalMs: number;
+  deathCheckMs: number;
 }
 
 /** One sandbox pod (and its successors after recovery). A class: it has a lifecycle. */
@@ -284,6 +302,11 @@ class KubernetesSandbox implements Sandbox {
 
   get #podName(): string {
     return sandboxPodName(this.#c.objects.name, this.#attempt);
+  }
+
+  /** Forget the calls made so far (the probe and `verify`): replay covers the caller's calls only. */
+  startJournal(): void {
+    this.#journal = [];
   }
 
   /** NetworkPolicy first, then the pod; waits until it is Running. */
@@ -381,11 +404,14 @@ class KubernetesSandbox implements Sandbox {
               code: 137,
               state: 'killed' as const,
               outputTruncated: false,
+              lostWithPod: true as const,
             }
           : undefined,
     );
     const durationMs = Date.now() - started;
     const result = toExecResult(raw, durationMs);
+    // Its effects died with the pod, and running it again would only run out of memory again.
+    if (raw.lostWithPod) return result;
     this.#journal.push({
       kind: 'exec',
       command: typeof command === 'string' ? command : [...command],
@@ -793,7 +819,7 @@ class KubernetesSandbox implements Sandbox {
       });
     } catch (err) {
       if (err instanceof PodExecError) {
-        const death = await this.#deathOf();
+        const death = await this.#deathAfterBreak();
         if (death) throw new PodDiedError(death);
         throw new AppError(
           'SANDBOX_EXEC_FAILED',
@@ -818,7 +844,7 @@ class KubernetesSandbox implements Sandbox {
     );
     const errOk = errTail.endsWith(`\n${nonce}\n`);
     if (!outMatch || !errOk) {
-      const death = await this.#deathOf();
+      const death = await this.#deathAfterBreak();
       if (death) throw new PodDiedError(death);
       const why = response.status?.message ? ` (status: ${response.status.message})` : '';
       throw new AppError(
@@ -875,6 +901,21 @@ class KubernetesSandbox implements Sandbox {
       });
     } catch (err) {
       this.#c.logger.warn({ err: (err as Error).message }, 'killing an aborted command failed');
+    }
+  }
+
+  /**
+   * {@link #deathOf}, re-read for up to `deathCheckMs` while the pod still looks alive: a broken
+   * exec stream usually means the pod died, and its status may say so only a moment later.
+   */
+  async #deathAfterBreak(): Promise<PodDeath | null> {
+    const deadline = Date.now() + this.#c.deathCheckMs;
+    let delay = 50;
+    for (;;) {
+      const death = await this.#deathOf();
+      if (death || this.#destroyed || Date.now() >= deadline) return death;
+      await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
+      delay = Math.min(delay * 2, 1000);
     }
   }
 

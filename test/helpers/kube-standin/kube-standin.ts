@@ -559,6 +559,8 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
     s.on('close', () => sockets.delete(s));
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    // A client that goes away mid-handshake resets the socket; that is not the stand-in's error.
+    socket.on('error', () => undefined);
     const url = new URL(req.url ?? '/', 'http://standin');
     requests.push(`UPGRADE ${url.pathname}`);
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/.exec(url.pathname);
@@ -611,6 +613,7 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
       }
     }
     const child = runtime.exec(command);
+    child.on('error', () => undefined);
     const handle = { kill: () => child.kill('SIGKILL') };
     children.add(handle);
     let open = true;
@@ -723,46 +726,35 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
     async killPod(ns, name, how) {
       const entry = pods.get(key(ns, name));
       if (!entry) throw new Error(`stand-in: no pod ${ns}/${name}`);
-      await entry.runtime?.kill();
+      // The API's view changes first, then the container stops (as with a real API server and kubelet).
       if (how === 'Deleted') {
         pods.delete(key(ns, name));
+        await entry.runtime?.kill();
         await rm(entry.hostDir, { recursive: true, force: true });
         return;
       }
       const containerName = String(entry.pod.spec?.containers?.[0]?.name ?? 'c');
       const now = new Date().toISOString();
+      const terminated = (reason: string) => [
+        {
+          name: containerName,
+          image: '',
+          imageID: '',
+          ready: false,
+          restartCount: 0,
+          state: { terminated: { exitCode: 137, reason, startedAt: now, finishedAt: now } },
+        },
+      ];
       entry.pod.status =
         how === 'Evicted'
           ? {
               phase: 'Failed',
               reason: 'Evicted',
               message: 'The node was low on resource: ephemeral-storage.',
-              containerStatuses: [
-                {
-                  name: containerName,
-                  image: '',
-                  imageID: '',
-                  ready: false,
-                  restartCount: 0,
-                  state: { terminated: { exitCode: 137, reason: 'Error', startedAt: now, finishedAt: now } },
-                },
-              ],
+              containerStatuses: terminated('Error'),
             }
-          : {
-              phase: 'Failed',
-              containerStatuses: [
-                {
-                  name: containerName,
-                  image: '',
-                  imageID: '',
-                  ready: false,
-                  restartCount: 0,
-                  state: {
-                    terminated: { exitCode: 137, reason: 'OOMKilled', startedAt: now, finishedAt: now },
-                  },
-                },
-              ],
-            };
+          : { phase: 'Failed', containerStatuses: terminated('OOMKilled') };
+      await entry.runtime?.kill();
     },
     nextExec(includes, timeoutMs = 10_000) {
       return new Promise<StandinExec>((resolve, reject) => {

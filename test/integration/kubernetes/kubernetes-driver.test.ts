@@ -52,6 +52,7 @@ describe('kubernetes sandbox driver (API stand-in)', () => {
       namespace: NS,
       image: 'frognano-sandbox:test',
       pollIntervalMs: 10,
+      deathCheckMs: 300,
       ...extra,
     });
   const create = async (
