@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AppError } from '../app-error.js';
+import { AppError, isAppError } from '../app-error.js';
 import type { EffectivePolicy } from '../config/policy.js';
+import { applyPatch, resetToHead } from '../git/apply-patch.js';
 import { archiveTrackedFiles } from '../git/archive-tracked-files.js';
 import { cloneRepository } from '../git/clone-repository.js';
 import type { GitIdentity } from '../git/commit-changes.js';
@@ -10,17 +11,20 @@ import { runAgentLoop } from '../leaf/agent-loop.js';
 import type { Trajectory } from '../leaf/trajectory.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { Logger } from '../observability/logger.js';
-import { createTrajectoryStore } from '../observability/trajectory-store.js';
+import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
 import { assertEgressBlocked } from '../sandbox/egress-probe.js';
 import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
+import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
+import type { PatchLimits } from './checks/patch-limits.js';
 import { detectTestCommand } from './detect-test-command.js';
 import type { GitHubClient } from './github-client.js';
 import { buildInstruction } from './instruction.js';
 import { classifyError, type Outcome, type RunSummary } from './outcome.js';
 import { prepareSandbox } from './prepare-sandbox.js';
 import { publishChange, type PublishPullRequest } from './publish-change.js';
-import { verifyPatch } from './verify-patch.js';
+import { verifyPatch, type BaseTestsMemo, type RefusedPatch, type VerifiedPatch } from './verify-patch.js';
 
 /**
  * The policy values one job needs, resolved for its repository (admin policy → org → repo config;
@@ -39,7 +43,7 @@ export type JobPolicy = Pick<
   | 'protectedPaths'
   | 'instructions'
 > &
-  Partial<Pick<EffectivePolicy, 'maxContextTokens'>>;
+  Partial<Pick<EffectivePolicy, 'maxContextTokens' | 'attempts' | 'sources'>>;
 
 /** Progress of a job, reported to the status comment and the queue. */
 export interface JobProgress {
@@ -63,7 +67,18 @@ export interface RunJobDeps {
   /** `${protocol}://${host}` of GitHub (Enterprise Server): clone URLs and the egress probe. */
   gitBaseUrl: string;
   sandboxFactory: SandboxFactory;
-  createModel: () => ChatModel;
+  /**
+   * A model client for one attempt (called once per attempt, in attempt order; `attempt` is
+   * 1-based). Attempts are independent: nothing is shared between their conversations.
+   */
+  createModel: (context: { attempt: number }) => ChatModel;
+  /**
+   * Attempts of a best-of-N job run at once, each in its own sandbox (default
+   * {@link DEFAULT_PARALLEL_ATTEMPTS}); more wait for a free lane.
+   */
+  maxParallelAttempts?: number;
+  /** Limits of a patch (files, lines, file size, binary files); default `DEFAULT_PATCH_LIMITS`. */
+  patchLimits?: Partial<PatchLimits>;
   /** Base URL of the model server, probed from inside the sandbox (it must NOT be reachable there). */
   modelUrl: string;
   /** Where temporary clones are made (one folder per job, removed at the end). */
@@ -104,16 +119,25 @@ export interface RunJobContext {
  *
  * 1. prepare — read the issue and repository through the API, resolve the policy, clone the default
  *    branch over HTTPS (shallow; the installation token only in git's environment).
- * 2. sandbox — a new sandbox, proven offline (egress probe against the GitHub host and the model
- *    server), the tracked files copied in without `.git`, committed as "base".
- * 3. agent — the Leaf loop with the instruction built from the issue (quoted as data).
- * 4. verify — the patch applied to the clone (refused when it does not apply), tests in a fresh
- *    sandbox on the patched tree.
- * 5. publish — one commit by the app (co-authored by who labelled), pushed to
- *    `<branchPrefix>issue-<n>`, draft pull request, label, review request, human review check run.
+ * 2. sandbox + agent, once per attempt ({@link bestOfN}; attempts run in parallel, each in its own
+ *    new sandbox, proven offline, with the tracked files copied in without `.git`, committed as
+ *    "base"): the Leaf loop with the instruction built from the issue (quoted as data).
+ * 3. verify, attempt by attempt in the clone — the patch applied (refused when it does not apply),
+ *    the checks that refuse a patch (protected paths, patch limits, secrets), the tests on the base
+ *    tree (once) and on the patched tree, each in a fresh sandbox, the base → head comparison and
+ *    the test-tampering check. Then the best attempt is chosen (`chooseAttempt`).
+ * 4. publish — the chosen patch as one commit by the app (co-authored by who labelled), pushed to
+ *    `<branchPrefix>issue-<n>`, draft pull request with the evidence (table, tampering warning and
+ *    label, attempts), review request, human review check run.
  *
- * Finally: sandboxes destroyed, the temporary clone removed; the trajectory is in the store
- * (written after every step by the loop).
+ * A change that breaks tests (per test: a test passing on the base tree fails; else: the suite
+ * fails) ends as `tests_failing` without a pull request unless the policy allows drafts. A change
+ * that makes no failing test pass but breaks nothing is published with a pull request that says so
+ * plainly. A refused change ends as `refused` (stage `patch`), naming the path or the problem.
+ *
+ * Finally: sandboxes destroyed, the temporary clone removed; the trajectories (`trajectory.json`,
+ * or `attempt-<n>.json` per attempt plus `attempts.json` and the chosen one as `trajectory.json`)
+ * and the test logs are in the store.
  */
 export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext): Promise<Outcome> {
   const { signal, logger } = ctx;
@@ -130,11 +154,10 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
   };
   let summary: RunSummary | undefined;
   let workspace: string | undefined;
-  let sandbox: Sandbox | undefined;
-  const destroySandbox = async (): Promise<void> => {
-    const s = sandbox;
-    sandbox = undefined;
-    await s?.destroy();
+  const sandboxes = new Set<Sandbox>();
+  const destroySandbox = async (sandbox: Sandbox): Promise<void> => {
+    sandboxes.delete(sandbox);
+    await sandbox.destroy();
   };
 
   try {
@@ -162,66 +185,141 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
 
-    const prepared = await prepareSandbox({
-      sandboxFactory: deps.sandboxFactory,
-      sandboxId: jobId,
-      tree: () => archiveTrackedFiles(dir, { signal }),
-      assertOffline: (s) =>
-        assertEgressBlocked(s, [
-          { name: 'github', url: deps.gitBaseUrl },
-          { name: 'model-server', url: deps.modelUrl },
-        ]),
-      setupCommand: policy.setupCommand,
-      signal,
-      logger,
-    });
-    sandbox = prepared.sandbox;
-    const testHint =
-      policy.testCommand ?? (await detectTestCommand(sandbox).catch(() => null))?.command ?? null;
-    const instruction = buildInstruction({
-      repository: `${owner}/${repo}`,
-      issueNumber,
-      title: issue.title,
-      body: issue.body ?? null,
-      instructions: policy.instructions,
-      testCommand: testHint,
-    });
+    // 2. The agent, once per attempt, in parallel sandboxes.
+    const count = bestOfN(policy);
+    const stepsDone = new Map<number, number>();
+    let reportedStep = 0;
+    const runAttempt = async (attempt: number): Promise<Trajectory> => {
+      const model = deps.createModel({ attempt });
+      const attemptLogger = count === 1 ? logger : logger.child({ attempt });
+      const prepared = await prepareSandbox({
+        sandboxFactory: deps.sandboxFactory,
+        sandboxId: count === 1 ? jobId : `${jobId}-a${attempt}`,
+        tree: () => archiveTrackedFiles(dir, { signal }),
+        assertOffline: (s) =>
+          assertEgressBlocked(s, [
+            { name: 'github', url: deps.gitBaseUrl },
+            { name: 'model-server', url: deps.modelUrl },
+          ]),
+        setupCommand: policy.setupCommand,
+        signal,
+        logger: attemptLogger,
+      });
+      const sandbox = prepared.sandbox;
+      sandboxes.add(sandbox);
+      try {
+        const testHint =
+          policy.testCommand ?? (await detectTestCommand(sandbox).catch(() => null))?.command ?? null;
+        const instruction = buildInstruction({
+          repository: `${owner}/${repo}`,
+          issueNumber,
+          title: issue.title,
+          body: issue.body ?? null,
+          instructions: policy.instructions,
+          testCommand: testHint,
+        });
+        return await runAgentLoop({
+          model,
+          sandbox,
+          instruction,
+          jobId,
+          limits: {
+            maxSteps: policy.maxSteps,
+            maxTimeMs: policy.maxTimeSec * 1000,
+            maxContextTokens: policy.maxContextTokens,
+          },
+          signal,
+          logger: attemptLogger,
+          trajectoryPath: store.trajectoryPath(jobId, count === 1 ? 'trajectory' : `attempt-${attempt}`),
+          onStep: async (step) => {
+            // With several attempts the comment shows the furthest one.
+            stepsDone.set(attempt, step.index);
+            const furthest = Math.max(...stepsDone.values());
+            if (count > 1 && furthest <= reportedStep) return;
+            reportedStep = furthest;
+            await report({ stage: 'running', step: furthest, maxSteps: policy.maxSteps });
+          },
+        });
+      } finally {
+        await destroySandbox(sandbox);
+      }
+    };
 
     await report({ stage: 'running', step: 0, maxSteps: policy.maxSteps });
-    const trajectory = await runAgentLoop({
-      model: deps.createModel(),
-      sandbox,
-      instruction,
-      jobId,
-      limits: {
-        maxSteps: policy.maxSteps,
-        maxTimeMs: policy.maxTimeSec * 1000,
-        maxContextTokens: policy.maxContextTokens,
-      },
-      signal,
-      logger,
-      trajectoryPath: store.trajectoryPath(jobId),
-      onStep: (step) => report({ stage: 'running', step: step.index, maxSteps: policy.maxSteps }),
-    });
-    await destroySandbox();
-    summary = summarize(jobId, trajectory, policy.maxSteps);
-    const ended = loopOutcome(trajectory, summary, signal, policy.maxTimeSec);
-    if (ended) return ended;
-    const patch = trajectory.patch ?? '';
+    const settled = await settleWithLimit(count, deps.maxParallelAttempts ?? DEFAULT_PARALLEL_ATTEMPTS, (i) =>
+      runAttempt(i + 1),
+    );
+    throwIfCancelled(signal);
 
-    await report({ stage: 'testing' });
-    const verified = await verifyPatch({
-      dir,
-      patch,
-      jobId,
-      sandboxFactory: deps.sandboxFactory,
-      testCommand: policy.testCommand,
-      setupCommand: policy.setupCommand,
-      testTimeoutMs: deps.testTimeoutMs,
-      store,
-      signal,
-      logger,
-    });
+    const attempts: AttemptState[] = [];
+    for (const [i, result] of settled.entries()) {
+      const attempt = i + 1;
+      if (result.status === 'rejected') {
+        // An attempt that could not run at all: with one attempt (or an unsafe sandbox) that is the job's end.
+        if (count === 1 || isAppError(result.reason, 'EGRESS_NOT_BLOCKED')) throw result.reason;
+        attempts.push({ attempt, error: result.reason, note: errorNote(result.reason) });
+        continue;
+      }
+      const trajectory = result.value;
+      const attemptSummary = summarize(jobId, trajectory, policy.maxSteps);
+      if (count > 1) attemptSummary.attempt = { number: attempt, of: count };
+      const ended = loopOutcome(trajectory, attemptSummary, signal, policy.maxTimeSec);
+      if (ended && count === 1) return ended;
+      attempts.push({
+        attempt,
+        trajectory,
+        summary: attemptSummary,
+        ended: ended ?? undefined,
+        note: ended ? outcomeNote(ended) : undefined,
+      });
+    }
+    summary = attempts.find((a) => a.summary)?.summary;
+
+    // 3. Verify the patches, one after the other, in the clone.
+    const base: BaseTestsMemo = {};
+    const candidates = attempts.filter((a) => a.trajectory && !a.ended);
+    if (candidates.length > 0) await report({ stage: 'testing' });
+    for (const a of candidates) {
+      throwIfCancelled(signal);
+      try {
+        a.verified = await verifyPatch({
+          dir,
+          patch: a.trajectory?.patch ?? '',
+          jobId,
+          sandboxFactory: deps.sandboxFactory,
+          testCommand: policy.testCommand,
+          setupCommand: policy.setupCommand,
+          testTimeoutMs: deps.testTimeoutMs,
+          protectedPaths: policy.protectedPaths,
+          limits: deps.patchLimits,
+          base,
+          headName: count === 1 ? 'tests-head' : `tests-head-attempt-${a.attempt}`,
+          store,
+          signal,
+          logger: count === 1 ? logger : logger.child({ attempt: a.attempt }),
+        });
+      } catch (err) {
+        if (count === 1 || signal.aborted || isAppError(err, 'CANCELLED')) throw err;
+        a.error = err;
+        a.note = errorNote(err);
+      } finally {
+        await resetToHead(dir).catch((err: unknown) => logger.warn({ err }, 'could not reset the clone'));
+      }
+    }
+
+    const choice = chooseAttempt(attempts.map(toAttemptResult));
+    if (count > 1) {
+      await saveAttempts(store, jobId, attempts, choice, logger);
+    }
+    const winner = attempts.find((a) => a.attempt === choice.winner?.attempt);
+    if (!winner?.verified || winner.verified.refused || !winner.trajectory || !winner.summary) {
+      return noWinner(attempts, count, choice);
+    }
+
+    // 4. Publish the chosen attempt.
+    const verified = winner.verified;
+    const patch = winner.trajectory.patch ?? '';
+    summary = winner.summary;
     summary.diffstat = verified.diffstat;
     const tests = verified.tests;
     if (tests) {
@@ -231,19 +329,29 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         passed: tests.passed,
         outputTail: tests.outputTail,
         timedOut: tests.timedOut,
+        ...(verified.comparison ? { verdict: testVerdict(verified.comparison) } : {}),
       };
     }
-    const testsFailing = tests !== null && !tests.passed;
+    const testsFailing = breaksTests(verified);
     if (testsFailing && !policy.allowDraftOnFailingTests) return { kind: 'tests_failing', patch, summary };
     throwIfCancelled(signal);
 
     await report({ stage: 'publishing' });
-    const warnings = testsFailing
-      ? [
-          `The tests FAIL with this change (\`${tests.command}\`: ${tests.timedOut ? 'timed out' : `exit ${tests.exitCode}`}). ` +
-            'It is published as a draft only because the repository allows drafts with failing tests.',
-        ]
-      : [];
+    await applyPatch(dir, patch, { signal });
+    const evidence = buildEvidence({
+      comparison: verified.comparison,
+      base: verified.baseTests,
+      head: tests,
+      tampering: verified.tampering,
+      choice: count > 1 ? choice : null,
+    });
+    const warnings = [...evidence.warnings];
+    if (testsFailing && tests) {
+      warnings.push(
+        `The tests FAIL with this change (\`${tests.command}\`: ${tests.timedOut ? 'timed out' : `exit ${tests.exitCode}`}). ` +
+          'It is published as a draft only because the repository allows drafts with failing tests.',
+      );
+    }
     const pr = await publishChange({
       dir,
       octokit: deps.octokit,
@@ -264,7 +372,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         issueTitle: issue.title,
         base: defaultBranch,
         reviewer: data.triggeredBy.login,
-        extraLabels: [],
+        extraLabels: evidence.labels,
         body: {
           issueNumber,
           fixesKeyword: policy.fixesKeyword,
@@ -272,7 +380,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           tests,
           requester: data.triggeredBy.login,
           warnings,
-          sections: [],
+          sections: evidence.sections,
         },
       },
     });
@@ -286,12 +394,169 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     if (!(cause instanceof AppError && cause.code === 'CANCELLED')) logger.warn({ err }, 'job failed');
     return classifyError(cause, { summary, cancelledBy: cancelledBy(signal) });
   } finally {
-    try {
-      await destroySandbox();
-    } catch (err) {
-      logger.error({ err }, 'could not destroy the sandbox');
+    for (const sandbox of [...sandboxes]) {
+      try {
+        await destroySandbox(sandbox);
+      } catch (err) {
+        logger.error({ err }, 'could not destroy the sandbox');
+      }
     }
     if (workspace) await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** Attempts run at once when {@link RunJobDeps.maxParallelAttempts} is not given. */
+export const DEFAULT_PARALLEL_ATTEMPTS = 3;
+
+/**
+ * How many independent attempts a job runs (best-of-N): the policy's `attempts` when a policy layer
+ * set it, else 1. (The built-in default of `attempts` is the number of BullMQ tries of a job after an
+ * infrastructure error; best-of-N costs N model runs, so it is only done when an admin or the
+ * repository asked for it — within the admin cap, as `resolveEffectivePolicy` clamps it.)
+ */
+export function bestOfN(policy: Pick<Partial<EffectivePolicy>, 'attempts' | 'sources'>): number {
+  const source = policy.sources?.attempts;
+  if (source === undefined || source === 'default') return 1;
+  return Math.max(1, Math.floor(policy.attempts ?? 1));
+}
+
+/** What became of one attempt while the job ran. */
+interface AttemptState {
+  attempt: number;
+  trajectory?: Trajectory;
+  summary?: RunSummary;
+  /** Set when the loop ended without a patch to verify (no change, model or sandbox failure…). */
+  ended?: Outcome;
+  verified?: RefusedPatch | VerifiedPatch;
+  /** An error that ended the attempt (its sandbox failed, its patch did not apply…). */
+  error?: unknown;
+  /** One sentence about how it ended, for the attempts table. */
+  note?: string;
+}
+
+function toAttemptResult(a: AttemptState): AttemptResult {
+  const base = { attempt: a.attempt, exitReason: a.trajectory?.exitReason, steps: a.trajectory?.steps.length };
+  if (a.verified?.refused) {
+    const detail = a.verified.details[0];
+    return { ...base, status: 'refused', note: detail ? `${a.verified.reason} ${detail}` : a.verified.reason };
+  }
+  if (a.verified) {
+    return {
+      ...base,
+      status: 'verified',
+      comparison: a.verified.comparison,
+      linesChanged: a.verified.linesChanged,
+      filesChanged: a.verified.files.length,
+      tampered: a.verified.tampering.flagged,
+    };
+  }
+  if (a.ended?.kind === 'no_change') return { ...base, status: 'no_change' };
+  return { ...base, status: 'failed', note: a.note };
+}
+
+/**
+ * The outcome of a job none of whose attempts can be published: a refusal first (people need to
+ * know a check stopped the change), then "no change", then the first failure.
+ */
+function noWinner(attempts: AttemptState[], count: number, choice: AttemptChoice): Outcome {
+  const refused = attempts.filter((a) => a.verified?.refused);
+  const first = refused[0];
+  if (first?.verified?.refused) {
+    const details =
+      count === 1
+        ? first.verified.details
+        : [...choice.rows.map((r) => `Attempt ${r.attempt}: ${r.result}`)];
+    return {
+      kind: 'refused',
+      stage: 'patch',
+      reason:
+        count === 1
+          ? first.verified.reason
+          : `None of the ${count} attempts can be published. Attempt ${first.attempt}: ${first.verified.reason}`,
+      details,
+      summary: first.summary,
+    };
+  }
+  const unchanged = attempts.find((a) => a.ended?.kind === 'no_change');
+  if (unchanged?.ended) return unchanged.ended;
+  const failed = attempts.find((a) => a.ended || a.error !== undefined);
+  if (failed?.ended) return failed.ended;
+  throw failed?.error ?? new AppError('INTERNAL', 'no attempt ended with a result');
+}
+
+/**
+ * Whether the change counts as breaking the tests: with per-test results, when anything broke (see
+ * `TestComparison.nothingBroken`); with exit codes only, when the suite fails on the patched tree.
+ */
+function breaksTests(v: VerifiedPatch): boolean {
+  if (!v.tests) return false;
+  if (v.comparison?.granularity === 'per-test') return !v.comparison.nothingBroken;
+  return !v.tests.passed;
+}
+
+/** `attempts.json` (the choice, for `frognano-bot trajectory`) and the chosen trajectory as `trajectory.json`. */
+async function saveAttempts(
+  store: TrajectoryStore,
+  jobId: string,
+  attempts: AttemptState[],
+  choice: AttemptChoice,
+  logger: Logger,
+): Promise<void> {
+  try {
+    await store.saveJson(jobId, 'attempts', {
+      chosen: choice.winner?.attempt ?? null,
+      reason: choice.reason,
+      rows: choice.rows,
+    });
+    const chosen = attempts.find((a) => a.attempt === choice.winner?.attempt)?.trajectory;
+    if (chosen) await store.saveJson(jobId, 'trajectory', chosen);
+  } catch (err) {
+    logger.warn({ err }, 'could not store the attempts summary');
+  }
+}
+
+/** Run `count` tasks with at most `limit` at once; results in task order, like `Promise.allSettled`. */
+async function settleWithLimit<T>(
+  count: number,
+  limit: number,
+  task: (index: number) => Promise<T>,
+): Promise<PromiseSettledResult<T>[]> {
+  const results: PromiseSettledResult<T>[] = new Array(count);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      try {
+        results[i] = { status: 'fulfilled', value: await task(i) };
+      } catch (reason) {
+        results[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, count)) }, lane));
+  return results;
+}
+
+function errorNote(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const line = message.split('\n')[0] ?? '';
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+function outcomeNote(outcome: Outcome): string {
+  switch (outcome.kind) {
+    case 'no_change':
+      return 'no change';
+    case 'llm_unreachable':
+    case 'sandbox_failed':
+    case 'timed_out':
+    case 'github_error':
+    case 'failed':
+      return errorNote(outcome.message);
+    case 'cancelled':
+      return 'cancelled';
+    default:
+      return outcome.kind;
   }
 }
 

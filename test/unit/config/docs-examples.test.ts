@@ -3,9 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { parseAdminPolicy, resolveEffectivePolicy } from '../../../src/config/policy.js';
 import { parseRepoConfig } from '../../../src/config/repo-config.js';
 
-/** The annotated examples of docs/configuration.md (the README "Configuration" text) stay valid. */
-describe('docs/configuration.md examples', () => {
-  const text = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+/** The annotated examples of the README's "Configuration" section stay valid. */
+describe('README "Configuration" examples', () => {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const start = readme.indexOf('\n## Configuration\n');
+  const end = readme.indexOf('\n## ', start + 1);
+  if (start < 0) throw new Error('README.md has no "## Configuration" section');
+  const text = readme.slice(start, end < 0 ? undefined : end);
   const blocks = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
 
   it('has a valid admin policy and a valid repository configuration that combine as documented', () => {
