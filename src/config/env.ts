@@ -52,6 +52,11 @@ export interface AppEnv {
   sandboxRuntimeClass: string | null;
   /** Jobs one worker process runs at the same time. */
   workerConcurrency: number;
+  /**
+   * Jobs running at once across all workers and repositories (a Redis-held cap, see
+   * queue/concurrency-limiter.ts); 0 = no global cap.
+   */
+  maxConcurrentJobs: number;
   /** The issue label that starts a job. */
   triggerLabel: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -259,6 +264,15 @@ export const ENV_SPECS = {
     { default: '2', description: 'Jobs one worker process runs at the same time.' },
     int(1, 64),
   ),
+  MAX_CONCURRENT_JOBS: spec(
+    'MAX_CONCURRENT_JOBS',
+    {
+      default: '0',
+      description:
+        'Jobs running at once across all workers and repositories (enforced through Redis); `0` = no cap. A job over it waits in the queue.',
+    },
+    int(0, 10_000),
+  ),
   TRIGGER_LABEL: spec(
     'TRIGGER_LABEL',
     { default: 'frognano', description: 'The issue label that starts a job.' },
@@ -458,6 +472,7 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     sandboxServiceAccount: p.SANDBOX_SERVICE_ACCOUNT ?? null,
     sandboxRuntimeClass: p.SANDBOX_RUNTIME_CLASS ?? null,
     workerConcurrency: p.WORKER_CONCURRENCY!,
+    maxConcurrentJobs: p.MAX_CONCURRENT_JOBS!,
     triggerLabel: p.TRIGGER_LABEL!,
     logLevel: p.LOG_LEVEL!,
     policyFile: p.POLICY_FILE ?? null,

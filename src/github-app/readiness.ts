@@ -9,6 +9,8 @@ export interface ReadinessCheck {
   ok: boolean;
   /** What failed, or a warning that does not fail readiness. */
   detail?: string;
+  /** Validation messages (file, key path, problem) of a policy file that failed to reload. */
+  messages?: string[];
 }
 
 /** The `/readyz` body. */
@@ -42,6 +44,7 @@ export async function checkReadiness(options: {
       ? {
           ok: true,
           detail: `last reload failed at ${policyError.at.toISOString()}: ${policyError.message} (the previous policy is in force)`,
+          messages: policyError.messages,
         }
       : { ok: true };
   }

@@ -1,4 +1,5 @@
 import { AppError } from '../app-error.js';
+import type { Clamp } from '../config/policy.js';
 import type { ExitReason } from '../leaf/trajectory.js';
 
 /**
@@ -65,6 +66,20 @@ export interface RunSummary {
   };
   /** With best-of-N: which attempt this summary is of, out of how many. */
   attempt?: { number: number; of: number };
+  /**
+   * The step and time caps the loop ran under, each with where its value came from (an
+   * `EffectivePolicy.sources` value: `default`, `policy:defaults`, `policy:rule[i] (glob)`, `org`,
+   * `repo`), so a run stopped at a cap can say which setting stopped it.
+   */
+  caps?: { maxSteps: PolicyCap; maxTimeSec: PolicyCap };
+  /** Repository values lowered to the admin caps (the status comment shows them with `formatClamp`). */
+  clamps?: Clamp[];
+}
+
+/** One cap of a run: its value (steps, or seconds for `maxTimeSec`) and the policy layer that set it. */
+export interface PolicyCap {
+  value: number;
+  source: string;
 }
 
 /**

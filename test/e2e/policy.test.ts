@@ -1,0 +1,244 @@
+/**
+ * End to end: the admin policy and the repository configuration in the running product. One real
+ * `serve` and one real `worker` (in-process) with POLICY_FILE in a temporary folder, the GitHub
+ * Enterprise stand-in, real Redis, the local bubblewrap sandbox and the scripted model server:
+ *
+ * - a repository's `.github/frognano.yml` sets `testCommand` and asks for `maxSteps: 100`; the admin
+ *   policy caps `maxSteps` at 3 for `octo-org/*`. The scripted model keeps calling tools: the loop
+ *   stops at 3 steps; the configured test command is the one that ran; the status comment names
+ *   the cap and where it came from, and mentions the clamp;
+ * - an invalid `.github/frognano.yml`: the comment lists the messages (file, key, problem); nothing
+ *   is cloned, the model is not asked, no pull request;
+ * - a broken policy file on reload: `/readyz` reports it and the last good policy stays in force.
+ *
+ * Needs Redis on 127.0.0.1:6379 (`bash scripts/setup.sh` starts it), bubblewrap, git and python3
+ * with pytest.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServe, type RunningServe } from '../../src/bin/commands/serve.js';
+import { startWorker, type RunningWorker } from '../../src/bin/commands/worker.js';
+import { loadEnv } from '../../src/config/env.js';
+import { resolveEffectivePolicy } from '../../src/config/policy.js';
+import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
+import { createSilentLogger } from '../../src/observability/logger.js';
+import { startGheStandin, type GheStandin } from '../helpers/ghe-standin/index.js';
+import {
+  startScriptedModelServer,
+  type RecordedRequest,
+  type ScriptedModelServer,
+  type ScriptedTurn,
+} from '../helpers/scripted-model-server.js';
+import { connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../integration/queue/redis-helper.js';
+
+const OWNER = 'octo-org';
+const logger = createSilentLogger();
+
+const POLICY = 'defaults:\n  maxTimeSec: 600\nrules:\n  - match: octo-org/*\n    maxSteps: 3\n';
+const SPECIAL_COMMAND = 'python3 -m pytest -q tests/test_special.py';
+/**
+ * `tests/test_other.py` fails whatever the change: a run of the detected command (`python3 -m
+ * pytest -q`, all tests) would fail, so a passing run proves the configured command was used.
+ */
+const SPECIAL_FILES = {
+  'calc.py': 'def add(a, b):\n    return a - b\n',
+  'tests/test_special.py':
+    'import sys, os\nsys.path.insert(0, os.getcwd())\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+  'tests/test_other.py': 'def test_unrelated_and_broken():\n    assert False\n',
+  '.github/frognano.yml': `testCommand: ${SPECIAL_COMMAND}\nmaxSteps: 100\n`,
+};
+const BROKEN_FILES = {
+  'calc.py': 'def add(a, b):\n    return a - b\n',
+  '.github/frognano.yml': 'maxSteps: lots\ntestComand: make test\n',
+};
+
+/** The repository a model request is about (the instruction names it). */
+function repoOf(request: RecordedRequest): string {
+  return JSON.stringify(request.body.messages).includes(`${OWNER}/special`) ? 'special' : 'other';
+}
+
+/** Step 1 fixes the bug; every later step calls a tool again: only the step cap ends the loop. */
+function turnFor(request: RecordedRequest): ScriptedTurn {
+  const done = (request.body.messages as Array<{ role: string }>).filter(
+    (m) => m.role === 'assistant',
+  ).length;
+  if (done === 0) {
+    return {
+      kind: 'tool_calls',
+      calls: [
+        { name: 'Edit', arguments: { file_path: 'calc.py', old_string: 'a - b', new_string: 'a + b' } },
+      ],
+    };
+  }
+  return { kind: 'tool_calls', calls: [{ name: 'Read', arguments: { file_path: 'calc.py' } }] };
+}
+
+let ghe: GheStandin;
+let redis: Redis;
+let model: ScriptedModelServer;
+let root: string;
+let policyFile: string;
+let serve: RunningServe;
+let worker: RunningWorker;
+const prefix = uniquePrefix('e2e-policy');
+
+beforeAll(async () => {
+  redis = await connectTestRedis();
+  ghe = await startGheStandin();
+  await ghe.createRepo(OWNER, 'special', { files: SPECIAL_FILES });
+  await ghe.createRepo(OWNER, 'broken', { files: BROKEN_FILES });
+  for (const repo of ['special', 'broken']) ghe.setPermission(OWNER, repo, 'alice', 'write');
+  model = await startScriptedModelServer({ script: (req) => turnFor(req) });
+  root = await mkdtemp(join(tmpdir(), 'frognano-e2e-policy-'));
+  policyFile = join(root, 'policy', 'policy.yaml');
+  await mkdir(join(root, 'policy'));
+  await writeFile(policyFile, POLICY);
+  const env = loadEnv({
+    APP_ID: String(ghe.appId),
+    PRIVATE_KEY: ghe.privateKey,
+    WEBHOOK_SECRET: ghe.webhookSecret,
+    GHE_HOST: ghe.host,
+    GHE_PROTOCOL: 'http',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: prefix,
+    MODEL_URL: model.url,
+    SANDBOX_DRIVER: 'local',
+    POLICY_FILE: policyFile,
+    WORK_DIR: join(root, 'work'),
+    TRAJECTORY_DIR: join(root, 'trajectories'),
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_TIMEOUT_MS: '2000',
+    CANCEL_POLL_MS: '200',
+  });
+  serve = await startServe({ env, logger, port: 0, host: '127.0.0.1' });
+  worker = await startWorker({ env, logger, throttle: false, port: 0, progressIntervalMs: 0 });
+});
+
+afterAll(async () => {
+  await worker?.close();
+  await serve?.close();
+  await model?.close();
+  await ghe?.close();
+  if (redis) {
+    await deletePrefix(redis, prefix);
+    redis.disconnect();
+  }
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+/** Open an issue in `repo`, label it as alice through a signed webhook, return its number. */
+async function labelNewIssue(repo: string, title: string): Promise<number> {
+  const issue = ghe.createIssue(OWNER, repo, { title, body: 'add(2, 3) returns -1.', user: 'alice' });
+  const payload = ghe.labelIssue({
+    owner: OWNER,
+    repo,
+    issueNumber: issue.number,
+    sender: 'alice',
+    label: 'frognano',
+  });
+  expect((await ghe.sendWebhook(serve.webhookUrl, 'issues', payload)).status).toBe(200);
+  return issue.number;
+}
+
+/** The bot's status comment once its headline matches `headline`. */
+function finalComment(repo: string, issueNumber: number, headline: RegExp, what: string) {
+  return waitFor(
+    () =>
+      ghe.state
+        .comments(OWNER, repo, issueNumber)
+        .filter((c) => c.user?.login === ghe.botLogin && (c.body ?? '').includes(STATUS_MARKER))
+        .find((c) => headline.test((c.body ?? '').split('\n')[1] ?? '')),
+    what,
+    90_000,
+  );
+}
+
+describe('e2e: admin policy and repository configuration', () => {
+  it('honours the repository testCommand, stops at the admin step cap, names it and the clamp', async () => {
+    const n = await labelNewIssue('special', 'add() returns the difference');
+    const final = await finalComment('special', n, /draft pull request #|failed|stopped|not run/, 'outcome');
+    const body = final.body ?? '';
+
+    // (b) The loop stopped at the cap of the admin rule: exactly 3 model requests.
+    expect(model.requests.filter((r) => repoOf(r) === 'special')).toHaveLength(3);
+    expect(body).toContain('opened draft pull request #');
+    expect(body).toContain('The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).');
+    expect(body).toContain('steps: 3 of 3');
+    expect(body).toContain('exit reason: `max_turns`');
+    // (c) The repository asked for 100 steps: the comment says it was lowered to the cap.
+    expect(body).toContain(
+      '`maxSteps: .github/frognano.yml asks for 100, above the admin cap of 3 (policy:rule[0] (octo-org/*)); 3 applies`',
+    );
+    // The running state showed the capped maximum.
+    expect(ghe.state.commentBodies(final.id).some((b) => b.includes('running (step 1 of 3)'))).toBe(true);
+
+    // (a) The configured test command ran (the detected one would have failed on test_other.py).
+    const pulls = ghe.state.pulls(OWNER, 'special');
+    expect(pulls).toHaveLength(1);
+    const pr = pulls[0]!;
+    expect(pr.draft).toBe(true);
+    const prBody = pr.body ?? '';
+    expect(prBody).toContain(`\`${SPECIAL_COMMAND}\` — **passed**`);
+    expect(prBody).toContain('(command from the configuration)');
+    expect(prBody).toContain(
+      'The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).',
+    );
+    expect(prBody).toContain('| Steps | 3 of 3 |');
+    expect(body).toContain(`Tests: \`${SPECIAL_COMMAND}\` — passed.`);
+    expect(await ghe.readFile(OWNER, 'special', `frognano/issue-${n}`, 'calc.py')).toContain('a + b');
+  });
+
+  it('refuses a repository with an invalid .github/frognano.yml: messages in the comment, nothing runs', async () => {
+    const before = model.requests.length;
+    const n = await labelNewIssue('broken', 'add() is wrong');
+    const final = await finalComment('broken', n, /not run/, 'the refusal');
+    const body = final.body ?? '';
+    expect(body).toContain('FrogNano did not run: the FrogNano configuration of this repository is invalid');
+    // The messages, in a code block, name the file, the key path and the problem.
+    const block = /```text\n([\s\S]*?)\n```/.exec(body)?.[1] ?? '';
+    expect(block).toMatch(/^\.github\/frognano\.yml: maxSteps: .*"lots"/m);
+    expect(block).toContain('.github/frognano.yml: testComand: unknown key; did you mean "testCommand"?');
+    // The job did not run: no clone, no model request, no branch, no pull request.
+    expect(model.requests.length).toBe(before);
+    expect(ghe.state.gitRequests.filter((r) => r.repo === 'broken')).toEqual([]);
+    expect(await ghe.listBranches(OWNER, 'broken')).toEqual(['main']);
+    expect(ghe.state.pulls(OWNER, 'broken')).toEqual([]);
+  });
+
+  it('a broken policy file on reload shows in /readyz and the last good policy stays in force', async () => {
+    await writeFile(policyFile, 'rules:\n  - match: octo-org/*\n    maxStep: 5\n');
+    try {
+      const reloaded = await serve.policyStore.reload();
+      expect(reloaded.ok).toBe(false);
+      const res = await fetch(`${serve.url}/readyz`);
+      // The previous policy is in force, so the server stays ready; the error is reported.
+      expect(res.status).toBe(200);
+      const report = (await res.json()) as {
+        checks: { policy?: { ok: boolean; detail?: string; messages?: string[] } };
+      };
+      expect(report.checks.policy?.detail).toContain('last reload failed');
+      // The messages name the file, the key path and the problem.
+      const messages = report.checks.policy?.messages ?? [];
+      expect(messages).toHaveLength(1);
+      expect(messages[0]).toContain(`${policyFile}: rules[0].maxStep: unknown key`);
+      const effective = resolveEffectivePolicy({ policy: serve.policyStore.current(), repo: `${OWNER}/x` });
+      expect(effective.maxSteps).toBe(3);
+      // The worker watches the same file and reports the same error.
+      await waitFor(
+        async () => {
+          const r = (await (await fetch(`${worker.url}/readyz`)).json()) as typeof report;
+          return r.checks.policy?.detail?.includes('last reload failed');
+        },
+        'the worker /readyz to report the reload error',
+        15_000,
+      );
+    } finally {
+      await writeFile(policyFile, POLICY);
+      await serve.policyStore.reload();
+    }
+    expect(serve.policyStore.lastError()).toBeNull();
+  });
+});
