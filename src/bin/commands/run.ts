@@ -299,7 +299,11 @@ function formatSummary(
     '',
     `exit reason   ${s.exitReason}${s.error ? ` (${s.error})` : ''}`,
     `steps         ${s.steps}`,
-    `tokens        ${s.tokens.prompt} prompt, ${s.tokens.completion} completion`,
+    `tokens        ${
+      replay && s.tokens.prompt + s.tokens.completion === 0
+        ? 'none reported (the recording has no usage)'
+        : `${s.tokens.prompt} prompt, ${s.tokens.completion} completion`
+    }`,
     `files changed ${s.filesChanged.length === 0 ? 'none' : s.filesChanged.join(', ')}`,
     `tests         ${
       s.tests
