@@ -3,7 +3,6 @@ import { AuthorizationV1Api, KubeConfig, VersionApi } from '@kubernetes/client-n
 import { Octokit } from '@octokit/rest';
 import { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
-import { z } from 'zod';
 import { isAppError } from '../../app-error.js';
 import { loadEnv } from '../../config/env.js';
 import { createSglangClient, listModels } from '../../llm/sglang-client.js';
@@ -571,18 +570,6 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/**
- * Environment of the Kubernetes sandbox driver that `config/env.ts` does not read (yet).
- * SANDBOX_NAMESPACE, SANDBOX_IMAGE, optional SANDBOX_RUNTIME_CLASS and SANDBOX_SERVICE_ACCOUNT
- * (deploy/base/config.yaml); the cluster comes from KUBECONFIG or, in a pod, its ServiceAccount.
- */
-const kubeEnvSchema = z.object({
-  SANDBOX_NAMESPACE: z.string().min(1).default('frognano-sandboxes'),
-  SANDBOX_IMAGE: z.string().min(1, 'required with SANDBOX_DRIVER=kubernetes'),
-  SANDBOX_RUNTIME_CLASS: z.string().min(1).optional(),
-  SANDBOX_SERVICE_ACCOUNT: z.string().min(1).optional(),
-});
-
 const USAGE = `usage: frognano-bot doctor [--json]
 
 Checks the install this process is configured for (the same environment variables as
@@ -592,8 +579,9 @@ Exit code 0 when every check passed, 1 otherwise.
 `;
 
 /**
- * Entry point of `frognano-bot doctor [--json]`. Reads the environment (config/env.ts and the
- * SANDBOX_* variables above), prints the report (or the checks as JSON) on stdout.
+ * Entry point of `frognano-bot doctor [--json]`. Reads the environment (`config/env.ts`; the
+ * cluster from KUBECONFIG or, in a pod, its ServiceAccount), prints the report (or the checks as
+ * JSON) on stdout. A configuration error is reported as a failed `configuration` check.
  *
  * @returns 0 when every check passed, 1 when one failed, 2 for a usage error.
  */
@@ -617,22 +605,16 @@ export async function main(argv: string[]): Promise<number> {
     const env = loadEnv();
     let sandbox: DoctorOptions['sandbox'];
     if (env.sandboxDriver === 'kubernetes') {
-      const kube = kubeEnvSchema.safeParse(process.env);
-      if (!kube.success) {
-        const lines = kube.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-        throw Object.assign(new Error(lines.join('\n  ')), {
-          fix: 'set the SANDBOX_* variables (deploy/base/config.yaml)',
-        });
-      }
+      if (!env.sandboxImage) throw new Error('SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes');
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromDefault();
       sandbox = {
         driver: 'kubernetes',
         kubeConfig,
-        namespace: kube.data.SANDBOX_NAMESPACE,
-        image: kube.data.SANDBOX_IMAGE,
-        runtimeClassName: kube.data.SANDBOX_RUNTIME_CLASS,
-        serviceAccountName: kube.data.SANDBOX_SERVICE_ACCOUNT,
+        namespace: env.sandboxNamespace,
+        image: env.sandboxImage,
+        runtimeClassName: env.sandboxRuntimeClass ?? undefined,
+        serviceAccountName: env.sandboxServiceAccount ?? undefined,
       };
     } else sandbox = { driver: 'local' };
     options = {
@@ -647,9 +629,7 @@ export async function main(argv: string[]): Promise<number> {
       name: 'configuration',
       status: 'failed',
       detail: (err as Error).message.replace(/\n\s*/g, '; '),
-      fix:
-        (err as { fix?: string }).fix ??
-        'set the variables named (see the README\u2019s configuration table)',
+      fix: 'set the variables named (see the README\u2019s configuration table)',
     };
     process.stdout.write(values.json ? `${JSON.stringify([check], null, 2)}\n` : formatDoctorReport([check]));
     return 1;

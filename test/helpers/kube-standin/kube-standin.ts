@@ -110,8 +110,19 @@ type Loose = Record<string, any>;
 
 const SUBPROTOCOL = 'v4.channel.k8s.io';
 
-/** Start the stand-in on 127.0.0.1 (a free port). */
+/**
+ * Start the stand-in on 127.0.0.1 (a free port). Needs root and bubblewrap (`bwrap`).
+ *
+ * @throws Error naming the fix when not run as root.
+ */
 export async function startKubeStandin(options: KubeStandinOptions = {}): Promise<KubeStandin> {
+  if (process.getuid?.() !== 0) {
+    // nsenter into an unprivileged bubblewrap sandbox's namespaces is refused (EPERM on ns/ipc).
+    throw new Error(
+      "the Kubernetes API stand-in needs root: exec joins the pod's bubblewrap namespaces with nsenter. " +
+        "Run these tests as root (as CI does), e.g. in the project's container.",
+    );
+  }
   const token = options.token ?? randomBytes(16).toString('hex');
   const namespaces = new Set(options.namespaces ?? ['sandboxes']);
   const denied = new Set(options.denied ?? []);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstatSync, readlinkSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -126,6 +126,7 @@ export class PodRuntime {
         reject(new Error(`bwrap exited with ${code} before the pod started: ${stderr.trim()}`));
       });
     });
+    await waitForCommand(initPid, options.command[0]!, () => stderr);
     return new PodRuntime(bwrap, initPid, options.isolatedNetwork, options.uid);
   }
 
@@ -169,5 +170,29 @@ export class PodRuntime {
     }
     this.#bwrap.kill('SIGKILL');
     await this.exited;
+  }
+}
+
+/**
+ * Wait until the container's command runs. bwrap reports its child's pid before that child has
+ * set up the mounts; the command is exec'd (by a fork of that child, PID 1 of the pod) only after,
+ * so a child whose argv[0] is the command means the pod is ready for `nsenter`.
+ */
+async function waitForCommand(initPid: number, program: string, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      const children = (await readFile(`/proc/${initPid}/task/${initPid}/children`, 'utf8'))
+        .trim()
+        .split(/\s+/);
+      for (const child of children.filter(Boolean)) {
+        const argv0 = (await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).split('\0')[0];
+        if (argv0 === program) return;
+      }
+    } catch {
+      throw new Error(`the pod's bwrap exited while starting: ${stderr().trim()}`);
+    }
+    if (Date.now() > deadline) throw new Error(`the pod's command ${program} did not start within 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

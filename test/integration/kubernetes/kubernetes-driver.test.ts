@@ -163,7 +163,10 @@ describe('kubernetes sandbox driver (API stand-in)', () => {
 
     it('refuses a sandbox that can reach out (a CNI ignoring NetworkPolicy) with EGRESS_NOT_BLOCKED', async () => {
       const leaky = await startKubeStandin({ namespaces: [NS], ignoreNetworkPolicy: true });
-      const server = net.createServer((s) => s.end('hi\n'));
+      const server = net.createServer((s) => {
+        s.on('error', () => undefined); // the probe's connection is reset when it is killed
+        s.end('hi\n');
+      });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       const target = {
         name: 'model-server',
