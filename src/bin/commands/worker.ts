@@ -17,6 +17,7 @@ import { checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
 import type { ChatModel } from '../../llm/chat-model.js';
 import { createSglangClient } from '../../llm/sglang-client.js';
 import { createLogger, type Logger } from '../../observability/logger.js';
+import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import { noreplyEmail } from '../../pipeline/publish-change.js';
 import { runJob, type JobPolicy } from '../../pipeline/run-job.js';
@@ -37,6 +38,12 @@ SIGTERM or SIGINT stops taking jobs, waits up to SHUTDOWN_TIMEOUT_MS for running
 the rest back to the queue, and exits 0.
 `;
 
+/** Time between two sweeps of stale Kubernetes sandbox pods and NetworkPolicies, in milliseconds. */
+const SANDBOX_JANITOR_INTERVAL_MS = 5 * 60 * 1000;
+
+/** Time between two sweeps of the trajectory store, in milliseconds (6 h). */
+const TRAJECTORY_SWEEP_INTERVAL_MS = 6 * 3600 * 1000;
+
 /** Options of {@link startWorker}. Everything but `env` and `logger` has a production default. */
 export interface StartWorkerOptions {
   env: AppEnv;
@@ -46,7 +53,7 @@ export interface StartWorkerOptions {
   /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
   sandboxFactory?: SandboxFactory;
   /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
-  createModel?: () => ChatModel;
+  createModel?: (context: { attempt: number }) => ChatModel;
   /** Admin policy store; default: from POLICY_FILE (watched), else built-in defaults. */
   policyStore?: PolicyStore;
   /**
@@ -103,10 +110,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const limiter = createConcurrencyLimiter({
     redis,
     keyPrefix: `${env.queuePrefix}:{concurrency}`,
-    globalLimit: 0,
+    globalLimit: env.maxConcurrentJobs,
     leaseMs: 60_000,
   });
 
+  // Things started alongside the sandbox driver (the Kubernetes janitor) that close() must stop.
+  const stoppers: Array<() => Promise<void>> = [];
   let jobWorker: JobWorker;
   try {
     const run =
@@ -117,7 +126,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         options,
         policyStore,
         botLogin: () => botLogin.get(),
-        sandboxFactory: options.sandboxFactory ?? (await createSandboxFactory(env, logger)),
+        sandboxFactory: options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers)),
       });
     jobWorker = await createJobWorker({
       redis,
@@ -139,11 +148,30 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       metrics,
     });
   } catch (err) {
+    for (const stop of stoppers) await stop();
     for (const c of connections) await closeRedis(c);
     policyStore.close();
     throw err;
   }
   // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
+
+  // Trajectories and test logs older than the retention are removed now and every few hours.
+  const trajectories = createTrajectoryStore({
+    dir: env.trajectoryDir,
+    retentionDays: env.trajectoryRetentionDays,
+    logger,
+  });
+  const sweepTrajectories = (): void => {
+    trajectories
+      .sweep()
+      .then((removed) => {
+        if (removed > 0) logger.info({ removed }, 'removed job folders older than the trajectory retention');
+      })
+      .catch((err: unknown) => logger.warn({ err }, 'trajectory sweep failed'));
+  };
+  sweepTrajectories();
+  const sweepTimer = setInterval(sweepTrajectories, TRAJECTORY_SWEEP_INTERVAL_MS);
+  sweepTimer.unref();
 
   let closing = false;
   const port = options.port === undefined ? env.workerPort : options.port;
@@ -202,7 +230,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     close() {
       closed ??= (async () => {
         closing = true;
+        clearInterval(sweepTimer);
         await jobWorker.close();
+        for (const stop of stoppers) await stop();
         for (const c of connections) await closeRedis(c);
         policyStore.close();
         if (http) {
@@ -299,17 +329,44 @@ async function resolveJobPolicy(
 
 /**
  * The sandbox factory of SANDBOX_DRIVER. The Kubernetes client is imported only for that driver:
- * loading it takes seconds.
+ * loading it takes seconds. With Kubernetes, the janitor also starts: now and every few minutes it
+ * deletes sandbox pods and NetworkPolicies whose job is no longer queued or running (a worker that
+ * died mid-job leaves them behind) or whose deadline passed. Its stop goes into `stoppers`.
  */
-async function createSandboxFactory(env: AppEnv, logger: Logger): Promise<SandboxFactory> {
+async function createSandboxFactory(
+  env: AppEnv,
+  logger: Logger,
+  redis: Redis,
+  stoppers: Array<() => Promise<void>>,
+): Promise<SandboxFactory> {
   if (env.sandboxDriver === 'local') return createLocalSandboxFactory({ logger });
   if (!env.sandboxImage) {
     throw new AppError('CONFIG_INVALID', 'SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes');
   }
   const { KubeConfig } = await import('@kubernetes/client-node');
   const { createKubernetesSandboxFactory } = await import('../../sandbox/kubernetes/kubernetes-sandbox.js');
+  const { createSandboxJanitor } = await import('../../sandbox/kubernetes/sandbox-janitor.js');
+  const { Queue } = await import('bullmq');
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
+  // Sandbox job ids are the BullMQ job id, or it plus a suffix (`-a2`, `-tests-head`).
+  const queue = new Queue(env.queueName, { connection: redis, prefix: env.queuePrefix });
+  const janitor = createSandboxJanitor({
+    kubeConfig,
+    namespace: env.sandboxNamespace,
+    logger,
+    isJobActive: async (sandboxJobId) => {
+      const jobs = await queue.getJobs(['active', 'waiting', 'delayed', 'prioritized'], 0, 999);
+      return jobs.some(
+        (j) => j.id !== undefined && (sandboxJobId === j.id || sandboxJobId.startsWith(`${j.id}-`)),
+      );
+    },
+  });
+  janitor.start(SANDBOX_JANITOR_INTERVAL_MS);
+  stoppers.push(async () => {
+    await janitor.stop();
+    await queue.close();
+  });
   return createKubernetesSandboxFactory({
     kubeConfig,
     namespace: env.sandboxNamespace,
