@@ -35,17 +35,26 @@ async function time(fn: () => Promise<unknown>, runs: number, warmup = 5): Promi
 }
 
 function row(name: string, s: { median: number; p95: number }, budget: string): void {
-  console.log(`${name.padEnd(34)} median ${s.median.toFixed(2).padStart(7)} ms   p95 ${s.p95.toFixed(2).padStart(7)} ms   ${budget}`);
+  console.log(
+    `${name.padEnd(34)} median ${s.median.toFixed(2).padStart(7)} ms   p95 ${s.p95.toFixed(2).padStart(7)} ms   ${budget}`,
+  );
 }
 
 const tmp = mkdtempSync(join(tmpdir(), 'frognano-bench-'));
 const workdir = join(tmp, 'repo');
 mkdirSync(join(workdir, 'src'), { recursive: true });
-for (let i = 0; i < 200; i++) writeFileSync(join(workdir, 'src', `m${i}.py`), `def f${i}():\n    return ${i}\n`.repeat(20));
+for (let i = 0; i < 200; i++)
+  writeFileSync(join(workdir, 'src', `m${i}.py`), `def f${i}():\n    return ${i}\n`.repeat(20));
 execFileSync('git', ['init', '-q'], { cwd: workdir });
-execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '--allow-empty', '-m', 'base'], { cwd: workdir });
+execFileSync(
+  'git',
+  ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '--allow-empty', '-m', 'base'],
+  { cwd: workdir },
+);
 execFileSync('git', ['add', '-A'], { cwd: workdir });
-execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '-m', 'files'], { cwd: workdir });
+execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '-m', 'files'], {
+  cwd: workdir,
+});
 
 const factory = createLocalSandboxFactory();
 const sandbox = await factory.create({ jobId: 'bench', hostWorkdir: workdir });
@@ -55,7 +64,11 @@ const RUNS = 200;
 console.log(`FrogNano bot benchmark — ${new Date().toISOString()} — node ${process.version}\n`);
 console.log('Tool call overhead, local bubblewrap sandbox (200 calls each, after warm-up):');
 try {
-  row('Read (20-line file)', stats(await time(() => executeTool('Read', { file_path: 'src/m1.py' }, ctx), RUNS)), 'budget ≤ 5 ms median');
+  row(
+    'Read (20-line file)',
+    stats(await time(() => executeTool('Read', { file_path: 'src/m1.py' }, ctx), RUNS)),
+    'budget ≤ 5 ms median',
+  );
   let flip = false;
   row(
     'Edit (one replacement)',
@@ -64,14 +77,23 @@ try {
         flip = !flip;
         return executeTool(
           'Edit',
-          { file_path: 'src/m2.py', old_string: flip ? 'return 2\n' : 'return 2 \n', new_string: flip ? 'return 2 \n' : 'return 2\n', replace_all: true },
+          {
+            file_path: 'src/m2.py',
+            old_string: flip ? 'return 2\n' : 'return 2 \n',
+            new_string: flip ? 'return 2 \n' : 'return 2\n',
+            replace_all: true,
+          },
           ctx,
         );
       }, RUNS),
     ),
     'budget ≤ 5 ms median',
   );
-  row('Glob (**/*.py over 200 files)', stats(await time(() => executeTool('Glob', { pattern: '**/*.py' }, ctx), RUNS)), 'budget ≤ 5 ms median');
+  row(
+    'Glob (**/*.py over 200 files)',
+    stats(await time(() => executeTool('Glob', { pattern: '**/*.py' }, ctx), RUNS)),
+    'budget ≤ 5 ms median',
+  );
 
   const bashTool = stats(await time(() => executeTool('Bash', { command: 'true' }, ctx), RUNS));
   const direct = stats(await time(async () => spawnSync('bash', ['-c', 'true']), RUNS));
@@ -89,12 +111,19 @@ try {
     async complete(req) {
       requests.push([...req.messages]);
       step++;
-      if (step >= 150) return { message: { role: 'assistant', content: 'done' }, finishReason: 'stop', usage: null };
+      if (step >= 150)
+        return { message: { role: 'assistant', content: 'done' }, finishReason: 'stop', usage: null };
       return {
         message: {
           role: 'assistant',
           content: null,
-          tool_calls: [{ id: `c${step}`, type: 'function', function: { name: 'Read', arguments: `{"file_path": "src/m${step % 200}.py"}` } }],
+          tool_calls: [
+            {
+              id: `c${step}`,
+              type: 'function',
+              function: { name: 'Read', arguments: `{"file_path": "src/m${step % 200}.py"}` },
+            },
+          ],
         },
         finishReason: 'tool_calls',
         usage: { prompt_tokens: 1000 + step * 50, completion_tokens: 20, total_tokens: 1020 + step * 50 },
@@ -102,18 +131,28 @@ try {
     },
   };
   const t0 = process.hrtime.bigint();
-  const traj = await runAgentLoop({ model: instant, sandbox, instruction: 'bench', jobId: 'bench', limits: { maxSteps: 200 } });
+  const traj = await runAgentLoop({
+    model: instant,
+    sandbox,
+    instruction: 'bench',
+    jobId: 'bench',
+    limits: { maxSteps: 200 },
+  });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   let prefixOk = true;
   for (let i = 1; i < requests.length; i++) {
     const prev = JSON.stringify(requests[i - 1]);
     if (!JSON.stringify(requests[i]).startsWith(prev.slice(0, -1))) prefixOk = false;
   }
-  console.log(`\n150-step scripted trajectory, instant model: ${ms.toFixed(0)} ms harness time (${traj.steps.length} steps, exit ${traj.exitReason}) — budget < 3000 ms`);
+  console.log(
+    `\n150-step scripted trajectory, instant model: ${ms.toFixed(0)} ms harness time (${traj.steps.length} steps, exit ${traj.exitReason}) — budget < 3000 ms`,
+  );
   console.log(`every request a prefix-extension of the previous one: ${prefixOk ? 'yes' : 'NO'}`);
 } finally {
   await sandbox.destroy();
   rmSync(tmp, { recursive: true, force: true });
 }
 
-await benchGithubApp().catch((err: unknown) => console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`));
+await benchGithubApp().catch((err: unknown) =>
+  console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`),
+);

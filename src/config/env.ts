@@ -69,6 +69,8 @@ export interface AppEnv {
   workDir: string;
   /** Directory where trajectories are stored (one JSON file per job). */
   trajectoryDir: string;
+  /** Days a job's trajectories and test logs are kept in TRAJECTORY_DIR (the worker sweeps older ones). */
+  trajectoryRetentionDays: number;
   /** BullMQ attempts per job: runs when a run ends in a temporary error; other outcomes are final. */
   jobAttempts: number;
   /** Wait before the first retry, ms (exponential backoff). */
@@ -314,6 +316,15 @@ export const ENV_SPECS = {
     },
     z.string().min(1),
   ),
+  TRAJECTORY_RETENTION_DAYS: spec(
+    'TRAJECTORY_RETENTION_DAYS',
+    {
+      default: '30',
+      description:
+        'Days a job\u2019s trajectories and test logs are kept in TRAJECTORY_DIR; the worker removes older ones at start and every 6 hours.',
+    },
+    int(1, 3650),
+  ),
   JOB_ATTEMPTS: spec(
     'JOB_ATTEMPTS',
     {
@@ -480,6 +491,7 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     adminPassword: p.ADMIN_PASSWORD ?? null,
     workDir: p.WORK_DIR!,
     trajectoryDir: p.TRAJECTORY_DIR!,
+    trajectoryRetentionDays: p.TRAJECTORY_RETENTION_DAYS!,
     jobAttempts: p.JOB_ATTEMPTS!,
     jobBackoffMs: p.JOB_BACKOFF_MS!,
     jobLockDurationMs: p.JOB_LOCK_DURATION_MS!,

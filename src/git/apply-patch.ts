@@ -75,5 +75,9 @@ export async function stagedDiffStat(dir: string): Promise<{ stat: string; files
  * @throws AppError `GIT_FAILED`, `CANCELLED`.
  */
 export async function resetToHead(dir: string, options: { signal?: AbortSignal } = {}): Promise<void> {
-  await runGit(['reset', '--quiet', '--hard', 'HEAD'], { cwd: dir, signal: options.signal, timeoutMs: 120_000 });
+  await runGit(['reset', '--quiet', '--hard', 'HEAD'], {
+    cwd: dir,
+    signal: options.signal,
+    timeoutMs: 120_000,
+  });
 }

@@ -9,6 +9,7 @@ import {
 } from '../pipeline/publish-change.js';
 import { describeExit } from '../pipeline/run-tests.js';
 import { createHumanReviewCheck } from './check-run.js';
+import { capStopLine } from './status-comment.js';
 
 /** GitHub refuses pull request bodies above 65 536 characters; stay well below. */
 export const MAX_BODY_CHARS = 60_000;
@@ -158,8 +159,8 @@ async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, n
 
 /**
  * The pull request body (GitHub-flavoured Markdown), in this order: the machine-written warning and
- * any other warnings; `<Keyword> #n`; the model's final message, in a fenced block marked as model
- * output (a fence, unlike a quote, keeps GitHub from acting on mentions or closing keywords the
+ * any other warnings; `<Keyword> #n` (or a non-closing reference when `closesIssue` is false); the
+ * model's final message, in a fenced block marked as model output (a fence, unlike a quote, keeps GitHub from acting on mentions or closing keywords the
  * model wrote); the diffstat; the test command and result with the tail of its output in a collapsed
  * `<details>` block; extra sections; a table of steps, tokens, time, exit reason and job id.
  * Cut to {@link MAX_BODY_CHARS}.
@@ -174,7 +175,11 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     ...input.warnings,
   ];
   out.push(warnings.map((w) => `> [!WARNING]\n> ${w.replace(/\n/g, '\n> ')}`).join('\n\n'));
-  out.push(`${input.fixesKeyword} #${input.issueNumber}`);
+  out.push(
+    input.closesIssue === false
+      ? `Related to #${input.issueNumber}. The tests do not show that this change fixes it, so merging will not close the issue.`
+      : `${input.fixesKeyword} #${input.issueNumber}`,
+  );
 
   out.push('### What the model says');
   const final = (s.finalMessage ?? '').trim();
@@ -195,6 +200,8 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   for (const section of input.sections) out.push(`### ${section.title}`, section.markdown);
 
   out.push('### Run');
+  const stopped = capStopLine(s);
+  if (stopped) out.push(`${stopped} The model may not have finished its work.`);
   out.push(
     [
       '| | |',

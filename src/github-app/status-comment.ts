@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { formatClamp } from '../config/policy.js';
 import type { Outcome, RunSummary } from '../pipeline/outcome.js';
 import type { Logger } from '../observability/logger.js';
 import { createSilentLogger } from '../observability/logger.js';
@@ -16,6 +17,8 @@ export const STATUS_MARKER = '<!-- frognano:status -->';
 const MAX_BODY_CHARS = 60_000;
 const MAX_PATCH_CHARS = 40_000;
 const MAX_OUTPUT_TAIL_CHARS = 8_000;
+/** Validation messages shown in a refusal, characters. */
+const MAX_DETAILS_CHARS = 8_000;
 
 /** Where the comment lives. */
 export interface StatusCommentTarget {
@@ -264,7 +267,7 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'cancelled':
       return outcome.by ? `cancelled by @${outcome.by}` : 'cancelled';
     case 'refused':
-      return 'not run';
+      return outcome.stage === 'patch' ? 'change refused — no pull request opened' : 'not run';
     case 'github_error':
       return 'stopped: a GitHub API call failed';
     case 'failed':
@@ -347,8 +350,19 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
     case 'refused':
+      if (outcome.stage === 'patch') {
+        out.push(`The model made a change, but FrogNano refused it: ${untrusted(outcome.reason)}`);
+        if (outcome.details?.length) out.push('', ...outcome.details.map((d) => `- ${untrusted(d)}`));
+        out.push(
+          '',
+          'Nothing was pushed. If the change is needed, a person has to make it; otherwise add detail to the ' +
+            'issue (what to change, what not to touch), then remove the label and add it again.',
+        );
+        break;
+      }
       out.push(`FrogNano did not run: ${untrusted(outcome.reason)}`);
-      if (outcome.details?.length) out.push('', ...outcome.details.map((d) => `- ${untrusted(d)}`));
+      // Validation messages (file, key path, problem) read best verbatim, in a code block.
+      if (outcome.details?.length) out.push('', ...codeBlock(outcome.details.join('\n'), MAX_DETAILS_CHARS));
       out.push(
         '',
         'Nothing was changed. Fix the cause above (or ask an administrator), then label the issue again.',
@@ -373,8 +387,60 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
   }
-  if (summary) out.push('', summaryLine(summary));
+  if (summary) out.push(...limitLines(summary), '', summaryLine(summary));
   return out;
+}
+
+/** The cap that stopped the loop and the clamped repository values, as comment lines (may be empty). */
+function limitLines(s: RunSummary): string[] {
+  const out: string[] = [];
+  const stop = capStopLine(s);
+  if (stop) out.push('', stop);
+  if (s.clamps?.length) {
+    out.push('', 'Lowered to the admin caps:', ...s.clamps.map((c) => `- \`${inlineCode(formatClamp(c))}\``));
+  }
+  return out;
+}
+
+/**
+ * The sentence naming the cap that stopped the agent loop and where its value came from, e.g.
+ * ``The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).``; null when the
+ * loop did not stop at the step cap (`max_turns`) or the time cap (`max_time`). Also used in the
+ * pull request body.
+ */
+export function capStopLine(s: RunSummary): string | null {
+  const described = (cap: { value: number; source: string } | undefined): string =>
+    cap ? ` ${cap.value} (${describePolicySource(cap.source)})` : '';
+  if (s.exitReason === 'max_turns') {
+    // Without `caps` (a summary made outside the policy path) the value is known, its source is not.
+    return `The agent stopped at the step cap: maxSteps${described(s.caps?.maxSteps) || ` ${s.maxSteps}`}.`;
+  }
+  if (s.exitReason === 'max_time')
+    return `The agent stopped at the time cap: maxTimeSec${described(s.caps?.maxTimeSec)}.`;
+  return null;
+}
+
+/**
+ * Who set a policy value, in words, from an `EffectivePolicy.sources` value (config/policy.ts):
+ * `policy:rule[0] (octo-org/*)` → ``admin policy rule `octo-org/*` ``, `policy:defaults` →
+ * `admin policy defaults`, `default` → `built-in default`, `org` / `repo` → the
+ * `.github/frognano.yml` of the organisation / repository. Anything else is shown as code.
+ */
+export function describePolicySource(source: string): string {
+  const rule = /^policy:rule\[\d+\] \((.*)\)$/.exec(source);
+  if (rule) return `admin policy rule \`${inlineCode(rule[1] ?? '')}\``;
+  switch (source) {
+    case 'policy:defaults':
+      return 'admin policy defaults';
+    case 'default':
+      return 'built-in default';
+    case 'org':
+      return 'the organisation\u2019s `.github/frognano.yml`';
+    case 'repo':
+      return 'the repository\u2019s `.github/frognano.yml`';
+    default:
+      return `\`${inlineCode(source)}\``;
+  }
 }
 
 function testsLines(summary: RunSummary | undefined): string[] {
@@ -386,6 +452,7 @@ function testsLines(summary: RunSummary | undefined): string[] {
       ? 'passed'
       : `failed (exit code ${t.exitCode ?? 'none'})`;
   const lines = ['', `Tests: \`${inlineCode(t.command)}\` — ${result}.`];
+  if (t.verdict) lines.push('', untrusted(t.verdict));
   if (!t.passed && t.outputTail)
     lines.push('', ...collapsed('Test output (end)', t.outputTail, 'text', MAX_OUTPUT_TAIL_CHARS));
   return lines;
@@ -410,6 +477,14 @@ export function formatDuration(ms: number): string {
   if (h > 0) return `${h}h ${m}m`;
   if (m > 0) return `${m}m ${sec}s`;
   return `${sec}s`;
+}
+
+/** A fenced code block (plain text) that `text` cannot close, cut to its first `max` chars. */
+function codeBlock(text: string, max: number): string[] {
+  const shown = text.length > max ? `${text.slice(0, max)}\n…(cut)` : text;
+  const longest = Math.max(2, ...[...shown.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  return [`${fence}text`, shown.replace(/\n+$/, ''), fence];
 }
 
 /**

@@ -38,7 +38,11 @@ const SAFE_ID = /^[A-Za-z0-9._-]{1,200}$/;
  * @param options.dir the folder (created when missing).
  * @param options.retentionDays days a job's folder is kept (default 30).
  */
-export function createTrajectoryStore(options: { dir: string; retentionDays?: number; logger?: Logger }): TrajectoryStore {
+export function createTrajectoryStore(options: {
+  dir: string;
+  retentionDays?: number;
+  logger?: Logger;
+}): TrajectoryStore {
   const dir = resolve(options.dir);
   const retentionMs = (options.retentionDays ?? 30) * 24 * 3600 * 1000;
   const jobDir = (jobId: string): string => {

@@ -29,7 +29,9 @@ export async function detectTestCommand(sandbox: Sandbox): Promise<DetectedTestC
     }
   };
 
-  const pyTests = files.filter((f) => /(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(f) && !f.includes('node_modules/'));
+  const pyTests = files.filter(
+    (f) => /(^|\/)(test_[^/]*|[^/]*_test)\.py$/.test(f) && !f.includes('node_modules/'),
+  );
   if (has('pytest.ini') || has('conftest.py') || pyTests.length > 0) {
     return { command: 'python3 -m pytest -q', reason: `pytest: found ${describe(pyTests, 'pytest.ini')}` };
   }
@@ -52,7 +54,8 @@ export async function detectTestCommand(sandbox: Sandbox): Promise<DetectedTestC
   if (has('go.mod')) return { command: 'go test ./...', reason: 'go: found go.mod' };
   if (has('Cargo.toml')) return { command: 'cargo test', reason: 'cargo: found Cargo.toml' };
   for (const mk of ['Makefile', 'makefile', 'GNUmakefile']) {
-    if (has(mk) && /^test\s*:/m.test(await read(mk))) return { command: 'make test', reason: `make: ${mk} has a test target` };
+    if (has(mk) && /^test\s*:/m.test(await read(mk)))
+      return { command: 'make test', reason: `make: ${mk} has a test target` };
   }
   return null;
 }

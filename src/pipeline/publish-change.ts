@@ -15,6 +15,12 @@ export interface PullRequestBodyInput {
   issueNumber: number;
   /** Closing keyword (`Fixes`), from the policy. */
   fixesKeyword: string;
+  /**
+   * Whether the body links the issue with the closing keyword (default true). False when the tests
+   * ran on base and head and show no fix: the body then refers to the issue without closing it, so
+   * merging does not claim a fix the tests do not show.
+   */
+  closesIssue?: boolean;
   /** Steps, tokens, time, exit reason, final message (untrusted model output), diffstat. */
   summary: RunSummary;
   /** The test run on the patched tree; `null` when no test command was configured or found. */

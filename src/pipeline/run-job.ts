@@ -43,7 +43,7 @@ export type JobPolicy = Pick<
   | 'protectedPaths'
   | 'instructions'
 > &
-  Partial<Pick<EffectivePolicy, 'maxContextTokens' | 'attempts' | 'sources'>>;
+  Partial<Pick<EffectivePolicy, 'maxContextTokens' | 'attempts' | 'sources' | 'clamps'>>;
 
 /** Progress of a job, reported to the status comment and the queue. */
 export interface JobProgress {
@@ -130,10 +130,11 @@ export interface RunJobContext {
  *    `<branchPrefix>issue-<n>`, draft pull request with the evidence (table, tampering warning and
  *    label, attempts), review request, human review check run.
  *
- * A change that breaks tests (per test: a test passing on the base tree fails; else: the suite
- * fails) ends as `tests_failing` without a pull request unless the policy allows drafts. A change
- * that makes no failing test pass but breaks nothing is published with a pull request that says so
- * plainly. A refused change ends as `refused` (stage `patch`), naming the path or the problem.
+ * A change whose tests count as failing ({@link testsFail}: something broke, or the suite still
+ * fails and nothing was fixed) ends as `tests_failing` without a pull request unless the policy
+ * allows drafts; a change that fixes a test while an unrelated one still fails is published, with
+ * the table saying which is which. A refused change ends as `refused` (stage `patch`), naming the
+ * path or the problem.
  *
  * Finally: sandboxes destroyed, the temporary clone removed; the trajectories (`trajectory.json`,
  * or `attempt-<n>.json` per attempt plus `attempts.json` and the chosen one as `trajectory.json`)
@@ -261,7 +262,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         continue;
       }
       const trajectory = result.value;
-      const attemptSummary = summarize(jobId, trajectory, policy.maxSteps);
+      const attemptSummary = summarize(jobId, trajectory, policy);
       if (count > 1) attemptSummary.attempt = { number: attempt, of: count };
       const ended = loopOutcome(trajectory, attemptSummary, signal, policy.maxTimeSec);
       if (ended && count === 1) return ended;
@@ -332,7 +333,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         ...(verified.comparison ? { verdict: testVerdict(verified.comparison) } : {}),
       };
     }
-    const testsFailing = breaksTests(verified);
+    const testsFailing = testsFail(verified);
     if (testsFailing && !policy.allowDraftOnFailingTests) return { kind: 'tests_failing', patch, summary };
     throwIfCancelled(signal);
 
@@ -376,6 +377,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         body: {
           issueNumber,
           fixesKeyword: policy.fixesKeyword,
+          closesIssue: !verified.comparison || verified.comparison.fixed.length > 0,
           summary,
           tests,
           requester: data.triggeredBy.login,
@@ -435,10 +437,18 @@ interface AttemptState {
 }
 
 function toAttemptResult(a: AttemptState): AttemptResult {
-  const base = { attempt: a.attempt, exitReason: a.trajectory?.exitReason, steps: a.trajectory?.steps.length };
+  const base = {
+    attempt: a.attempt,
+    exitReason: a.trajectory?.exitReason,
+    steps: a.trajectory?.steps.length,
+  };
   if (a.verified?.refused) {
     const detail = a.verified.details[0];
-    return { ...base, status: 'refused', note: detail ? `${a.verified.reason} ${detail}` : a.verified.reason };
+    return {
+      ...base,
+      status: 'refused',
+      note: detail ? `${a.verified.reason} ${detail}` : a.verified.reason,
+    };
   }
   if (a.verified) {
     return {
@@ -463,9 +473,7 @@ function noWinner(attempts: AttemptState[], count: number, choice: AttemptChoice
   const first = refused[0];
   if (first?.verified?.refused) {
     const details =
-      count === 1
-        ? first.verified.details
-        : [...choice.rows.map((r) => `Attempt ${r.attempt}: ${r.result}`)];
+      count === 1 ? first.verified.details : [...choice.rows.map((r) => `Attempt ${r.attempt}: ${r.result}`)];
     return {
       kind: 'refused',
       stage: 'patch',
@@ -485,12 +493,20 @@ function noWinner(attempts: AttemptState[], count: number, choice: AttemptChoice
 }
 
 /**
- * Whether the change counts as breaking the tests: with per-test results, when anything broke (see
- * `TestComparison.nothingBroken`); with exit codes only, when the suite fails on the patched tree.
+ * Whether the tests count as failing with the change (outcome `tests_failing`: no pull request unless
+ * the policy allows drafts). With per-test results: when anything broke (see
+ * `TestComparison.nothingBroken`), or when the suite still fails and the change made no failing test
+ * pass — unless it changed the tests in a flagged way: such a change is always shown to a person,
+ * with the tampering warning, rather than only described in the status comment. With exit codes
+ * only: when the suite fails on the patched tree.
  */
-function breaksTests(v: VerifiedPatch): boolean {
+function testsFail(v: VerifiedPatch): boolean {
   if (!v.tests) return false;
-  if (v.comparison?.granularity === 'per-test') return !v.comparison.nothingBroken;
+  const c = v.comparison;
+  if (c?.granularity === 'per-test') {
+    if (!c.nothingBroken) return true;
+    return !v.tests.passed && c.fixed.length === 0 && !v.tampering.flagged;
+  }
   return !v.tests.passed;
 }
 
@@ -605,16 +621,23 @@ function loopOutcome(
   return null;
 }
 
-function summarize(jobId: string, t: Trajectory, maxSteps: number): RunSummary {
+/** The run's facts, with the caps it ran under and the clamps, so the comment can name a cap that stopped it. */
+function summarize(jobId: string, t: Trajectory, policy: JobPolicy): RunSummary {
+  const source = (key: 'maxSteps' | 'maxTimeSec'): string => policy.sources?.[key] ?? 'default';
   return {
     jobId,
     exitReason: t.exitReason,
     steps: t.steps.length,
-    maxSteps,
+    maxSteps: policy.maxSteps,
     promptTokens: t.totalTokens.prompt,
     completionTokens: t.totalTokens.completion,
     elapsedMs: t.elapsedMs,
     finalMessage: t.finalMessage,
+    caps: {
+      maxSteps: { value: policy.maxSteps, source: source('maxSteps') },
+      maxTimeSec: { value: policy.maxTimeSec, source: source('maxTimeSec') },
+    },
+    ...(policy.clamps?.length ? { clamps: policy.clamps } : {}),
   };
 }
 

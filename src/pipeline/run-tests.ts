@@ -146,7 +146,9 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
 /** `scripts.test` of the tree's package.json, read through the sandbox; `null` when there is none. */
 async function npmTestScript(sandbox: Sandbox): Promise<string | null> {
   try {
-    const pkg = JSON.parse((await sandbox.readFile('package.json', { maxBytes: 1024 * 1024 })).toString('utf8')) as {
+    const pkg = JSON.parse(
+      (await sandbox.readFile('package.json', { maxBytes: 1024 * 1024 })).toString('utf8'),
+    ) as {
       scripts?: Record<string, unknown>;
     };
     return typeof pkg.scripts?.test === 'string' ? pkg.scripts.test : null;

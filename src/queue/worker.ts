@@ -57,6 +57,11 @@ export interface RepoConcurrency {
   limiter: ConcurrencyLimiter;
   /** Jobs of `repo` (`owner/name`) allowed at once (admin policy `concurrencyPerRepo`). */
   perRepoLimit: (repo: string) => number;
+  /**
+   * How long a job refused a slot waits in the delayed set before it tries again, ms: this plus a
+   * random part of up to the same again, so waiting jobs do not all come back at once. Default 5 000.
+   */
+  retryDelayMs?: number;
 }
 
 /** Options of {@link createJobWorker}. */
@@ -184,11 +189,15 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
       if (early) cancelRequest = early;
 
       if (!cancelRequest && options.concurrencyLimit) {
-        const { limiter, perRepoLimit } = options.concurrencyLimit;
+        const { limiter, perRepoLimit, retryDelayMs = 5_000 } = options.concurrencyLimit;
         const slot = await limiter.acquire(repoName, jobId, perRepoLimit(repoName));
         if (!slot.acquired) {
+          // Not a failure: the job waits in the delayed set and tries again (no attempt is used).
           log.info({ limit: slot.limit }, 'concurrency limit reached; job delayed');
-          await job.moveToDelayed(Date.now() + 5_000 + Math.floor(Math.random() * 5_000), token);
+          await job.moveToDelayed(
+            Date.now() + retryDelayMs + Math.floor(Math.random() * retryDelayMs),
+            token,
+          );
           throw new DelayedError();
         }
         slotHeld = true;

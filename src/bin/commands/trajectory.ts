@@ -69,7 +69,20 @@ export async function main(argv: string[]): Promise<number> {
       );
     }
   } else {
-    data = (await store.load(id)) as Trajectory;
+    try {
+      data = (await store.load(id)) as Trajectory;
+    } catch (err) {
+      // A best-of-N job with no chosen attempt has only its attempt files.
+      const stored =
+        err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND' && !id.endsWith('.json')
+          ? await storedAttempts(store.jobDir(id))
+          : [];
+      if (stored.length === 0) throw err;
+      throw new AppError(
+        'TRAJECTORY_NOT_FOUND',
+        `job ${id} has no chosen attempt; print one of its attempts with --attempt N (stored: ${stored.join(', ')})`,
+      );
+    }
   }
   if (!data || typeof data !== 'object' || !Array.isArray(data.steps) || !Array.isArray(data.messages)) {
     process.stderr.write(`frognano-bot trajectory: ${id} is not a trajectory file\n`);
@@ -80,7 +93,9 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const header = id.endsWith('.json') ? null : await attemptsHeader(store.jobDir(id), attempt);
-  process.stdout.write(`${header ? `${header}\n\n` : ''}${formatTranscript(data, { maxObservationLines: lines })}`);
+  process.stdout.write(
+    `${header ? `${header}\n\n` : ''}${formatTranscript(data, { maxObservationLines: lines })}`,
+  );
   return 0;
 }
 
@@ -101,7 +116,9 @@ async function storedAttempts(jobDir: string): Promise<number[]> {
 async function attemptsHeader(jobDir: string, attempt: number | undefined): Promise<string | null> {
   let summary;
   try {
-    summary = attemptsSummarySchema.safeParse(JSON.parse(await readFile(join(jobDir, 'attempts.json'), 'utf8')));
+    summary = attemptsSummarySchema.safeParse(
+      JSON.parse(await readFile(join(jobDir, 'attempts.json'), 'utf8')),
+    );
   } catch {
     return null;
   }

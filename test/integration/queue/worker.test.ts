@@ -9,6 +9,7 @@ import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import { createMetrics } from '../../../src/observability/metrics.js';
 import type { Outcome, RunSummary } from '../../../src/pipeline/outcome.js';
+import { createConcurrencyLimiter } from '../../../src/queue/concurrency-limiter.js';
 import { JOB_NAME } from '../../../src/queue/job-queue.js';
 import { closeRedis, createRedisConnection } from '../../../src/queue/redis-connection.js';
 import {
@@ -342,6 +343,50 @@ describe('worker', () => {
       () => statusComment(n).body?.includes('finished without changing any file'),
       'final comment',
     );
+  });
+
+  it('delays, not fails, a job over the per-repository limit; it runs once the slot is free', async () => {
+    const limiterRedis = createRedisConnection(env.redisUrl, 'worker', { logger });
+    connections.push(limiterRedis);
+    const limiter = createConcurrencyLimiter({
+      redis: limiterRedis,
+      keyPrefix: `${prefix}:{concurrency}`,
+      globalLimit: 0,
+      leaseMs: 10_000,
+    });
+    const started: number[] = [];
+    let release: () => void = () => undefined;
+    const firstMayEnd = new Promise<void>((resolve) => (release = resolve));
+    await startTestWorker(
+      async (data, ctx) => {
+        started.push(data.issueNumber);
+        if (started.length === 1) await firstMayEnd;
+        return { kind: 'no_change', summary: summary(ctx.jobId) };
+      },
+      { concurrencyLimit: { limiter, perRepoLimit: () => 1, retryDelayMs: 100 } },
+    );
+    const first = await labelNewIssue();
+    await waitFor(() => started.length === 1, 'first job started');
+    const second = await labelNewIssue();
+    // The second job is taken by the worker (concurrency 2), refused a slot and put back as delayed.
+    await waitFor(
+      async () => (await (await jobOf(second))[0]!.getState()) === 'delayed',
+      'second job delayed by the limiter',
+    );
+    expect(started).toEqual([first]);
+    expect(await limiter.holders(`${OWNER}/${REPO}`)).toHaveLength(1);
+
+    release();
+    await waitFor(
+      () => statusComment(second).body?.includes('finished without changing any file'),
+      'second job finished',
+      10_000,
+    );
+    expect(started).toEqual([first, second]);
+    const job = (await jobOf(second))[0]!;
+    await waitFor(async () => (await job.getState()) === 'completed', 'second job completed');
+    expect((await jobOf(second))[0]!.failedReason).toBeFalsy();
+    await waitFor(async () => (await limiter.holders()).length === 0, 'slots released');
   });
 });
 

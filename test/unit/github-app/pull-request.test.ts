@@ -54,6 +54,9 @@ describe('renderPullRequestBody', () => {
       '<details><summary>Last lines of the test output</summary>\n\n```text\nok 1\nok 2\n```\n\n</details>',
     );
     expect(body).toContain('| Exit reason | `max_turns` |');
+    expect(body).toContain(
+      'The agent stopped at the step cap: maxSteps 150. The model may not have finished',
+    );
     expect(body).toContain('| Steps | 150 of 150 |');
     expect(body).toContain('| Tokens | 1000 prompt, 20 completion |');
     expect(body).toContain('| Time | 3 min 5 s |');

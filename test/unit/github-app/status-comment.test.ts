@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  capStopLine,
+  describePolicySource,
   formatDuration,
   renderStatus,
   STATUS_MARKER,
@@ -74,12 +76,62 @@ describe('renderStatus', () => {
     expect(text(all[6]!)).toContain(
       '@trish cancelled the job: the frognano label was removed. Nothing was pushed.',
     );
-    expect(text(all[7]!)).toContain('- .github/frognano.yml: maxSteps: must be a number');
+    expect(text(all[7]!)).toContain('```text\n.github/frognano.yml: maxSteps: must be a number\n```');
     expect(text(all[8]!)).toContain('(HTTP 403)');
     expect(text(all[8]!)).toContain('check the app’s permissions');
     expect(text(all[1]!)).toContain(
       'steps: 12 of 100 · tokens: 123,456 prompt + 789 completion · time: 3m 12s · exit reason: `agent`',
     );
+  });
+
+  it('names the cap that stopped the loop and where it came from, and lists clamps', () => {
+    const capped: RunSummary = {
+      ...summary,
+      exitReason: 'max_turns',
+      steps: 3,
+      maxSteps: 3,
+      caps: {
+        maxSteps: { value: 3, source: 'policy:rule[0] (octo-org/*)' },
+        maxTimeSec: { value: 600, source: 'policy:defaults' },
+      },
+      clamps: [
+        {
+          key: 'maxSteps',
+          requested: 100,
+          applied: 3,
+          cap: 3,
+          source: '.github/frognano.yml',
+          capSource: 'policy:rule[0] (octo-org/*)',
+        },
+      ],
+    };
+    const body = renderStatus({ phase: 'finished', outcome: { kind: 'no_change', summary: capped } });
+    expect(body).toContain('The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).');
+    expect(body).toContain(
+      '- `maxSteps: .github/frognano.yml asks for 100, above the admin cap of 3 (policy:rule[0] (octo-org/*)); 3 applies`',
+    );
+    const timed = renderStatus({
+      phase: 'finished',
+      outcome: { kind: 'timed_out', message: 'too slow', summary: { ...capped, exitReason: 'max_time' } },
+    });
+    expect(timed).toContain('The agent stopped at the time cap: maxTimeSec 600 (admin policy defaults).');
+    // A run that ended by itself names no cap; without `caps` the value is still given.
+    expect(renderStatus({ phase: 'finished', outcome: { kind: 'no_change', summary } })).not.toContain(
+      'cap:',
+    );
+    expect(capStopLine({ ...summary, exitReason: 'max_turns' })).toBe(
+      'The agent stopped at the step cap: maxSteps 100.',
+    );
+    expect(describePolicySource('default')).toBe('built-in default');
+    expect(describePolicySource('repo')).toBe('the repository’s `.github/frognano.yml`');
+  });
+
+  it('shows configuration messages in a code block they cannot close', () => {
+    const body = renderStatus({
+      phase: 'finished',
+      outcome: { kind: 'refused', reason: 'invalid', details: ['a.yml: x: got "```" @admin'] },
+    });
+    expect(body).toContain('````text\na.yml: x: got "```" @admin\n````');
   });
 
   it('shows progress states', () => {
