@@ -191,7 +191,10 @@ export interface EffectivePolicy {
   maxContextTokens: number;
   /** Completion tokens per step. */
   maxTokensPerTurn: number;
-  /** Tries of a job failing with a retryable error (BullMQ `attempts`). */
+  /**
+   * Independent agent attempts per job (best-of-N, issue 6): each runs in its own sandbox, and the best
+   * verified one is published. Default 1. (Retries after an infrastructure error are `JOB_ATTEMPTS`.)
+   */
   attempts: number;
   /** Jobs of this repository running at once (see queue/concurrency-limiter.ts). */
   concurrencyPerRepo: number;
@@ -238,7 +241,7 @@ export const BUILT_IN_DEFAULTS: Readonly<Omit<EffectivePolicy, 'repo' | 'clamps'
     maxTimeSec: LEAF_PROTOCOL.limits.max_total_time_sec,
     maxContextTokens: LEAF_PROTOCOL.limits.max_context_tokens,
     maxTokensPerTurn: LEAF_PROTOCOL.limits.max_completion_tokens_per_turn,
-    attempts: 2,
+    attempts: 1,
     concurrencyPerRepo: 1,
     sandbox: {
       image: null,

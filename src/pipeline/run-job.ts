@@ -411,14 +411,11 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 export const DEFAULT_PARALLEL_ATTEMPTS = 3;
 
 /**
- * How many independent attempts a job runs (best-of-N): the policy's `attempts` when a policy layer
- * set it, else 1. (The built-in default of `attempts` is the number of BullMQ tries of a job after an
- * infrastructure error; best-of-N costs N model runs, so it is only done when an admin or the
- * repository asked for it — within the admin cap, as `resolveEffectivePolicy` clamps it.)
+ * How many independent attempts a job runs (best-of-N): the policy's `attempts` (built-in default 1;
+ * best-of-N costs N model runs, so an admin or the repository asks for it, within the admin cap that
+ * `resolveEffectivePolicy` clamps to).
  */
-export function bestOfN(policy: Pick<Partial<EffectivePolicy>, 'attempts' | 'sources'>): number {
-  const source = policy.sources?.attempts;
-  if (source === undefined || source === 'default') return 1;
+export function bestOfN(policy: Pick<Partial<EffectivePolicy>, 'attempts'>): number {
   return Math.max(1, Math.floor(policy.attempts ?? 1));
 }
 

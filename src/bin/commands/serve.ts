@@ -70,15 +70,13 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
       policyStore,
       port: options.port,
       host: options.host,
-      // The admin policy may set another label or attempts for some repositories; else the env value.
+      // The admin policy may set another label for some repositories; else the env value. (The policy's
+      // `attempts` is best-of-N inside one job; BullMQ retries after infrastructure errors are JOB_ATTEMPTS.)
       triggerLabel: (repo) => {
         const p = effective(repo);
         return p.sources.label && p.sources.label !== 'default' ? p.label : env.triggerLabel;
       },
-      attemptsFor: (repo) => {
-        const p = effective(repo);
-        return p.sources.attempts && p.sources.attempts !== 'default' ? p.attempts : env.jobAttempts;
-      },
+      attemptsFor: () => env.jobAttempts,
       checkTriggerAllowed: checkTrigger,
       admin: ({ queue, probot }) =>
         createAdminRouter({

@@ -137,10 +137,10 @@ describe('best-of-N', () => {
 });
 
 describe('bestOfN', () => {
-  it('runs one attempt unless a policy layer set attempts', () => {
+  it('runs the attempts of the policy, at least one', () => {
     expect(bestOfN({})).toBe(1);
-    expect(bestOfN({ attempts: 2, sources: { attempts: 'default' } })).toBe(1);
-    expect(bestOfN({ attempts: 3, sources: { attempts: 'policy:rule[0] (acme/*)' } })).toBe(3);
-    expect(bestOfN({ attempts: 2, sources: { attempts: 'repo' } })).toBe(2);
+    expect(bestOfN({ attempts: 1 })).toBe(1);
+    expect(bestOfN({ attempts: 3 })).toBe(3);
+    expect(bestOfN({ attempts: 2.7 })).toBe(2);
   });
 });
