@@ -628,8 +628,9 @@ export async function main(argv: string[]): Promise<number> {
     const check: DoctorCheck = {
       name: 'configuration',
       status: 'failed',
-      detail: (err as Error).message.replace(/\n\s*/g, '; '),
-      fix: 'set the variables named (see the README\u2019s configuration table)',
+      // One problem per line, so a long list of missing variables stays readable.
+      detail: `${(err as Error).message.trim().replace(/\n\s*/g, '\n    ')}\n  (the other checks need a valid configuration)`,
+      fix: 'set the variables named (README, "Environment variables")',
     };
     process.stdout.write(values.json ? `${JSON.stringify([check], null, 2)}\n` : formatDoctorReport([check]));
     return 1;

@@ -3,15 +3,22 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AppError } from '../../app-error.js';
+import { ENV_DOCS } from '../../config/env.js';
 import { formatTranscript } from '../../leaf/transcript.js';
 import type { Trajectory } from '../../leaf/trajectory.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 
 const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json> [--attempt N] [--dir DIR] [--lines N] [--json]
 
-Prints a stored trajectory as a readable transcript. DIR defaults to $TRAJECTORY_DIR, else ./trajectories.
-A job that ran several attempts (best-of-N) keeps each one: without --attempt the chosen attempt is
-printed, with --attempt N attempt N.`;
+Prints a stored trajectory as a readable transcript. DIR defaults to $TRAJECTORY_DIR, else
+${defaultTrajectoryDir()} (the worker's default). A job that ran several attempts (best-of-N) keeps
+each one: without --attempt the chosen attempt is printed, with --attempt N attempt N.
+For \`frognano-bot run\`, pass its file: trajectory frognano-run/trajectory.json`;
+
+/** The worker's TRAJECTORY_DIR default, so both look in the same place. */
+function defaultTrajectoryDir(): string {
+  return ENV_DOCS.find((d) => d.name === 'TRAJECTORY_DIR')?.default ?? 'trajectories';
+}
 
 /** `attempts.json` of a best-of-N job (written by the pipeline); only what this command shows. */
 const attemptsSummarySchema = z.object({
@@ -32,11 +39,16 @@ export async function main(argv: string[]): Promise<number> {
         lines: { type: 'string', default: '6' },
         json: { type: 'boolean', default: false },
         attempt: { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
       },
     });
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
     return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
   }
   const [id] = parsed.positionals;
   const lines = Number(parsed.values.lines);
@@ -52,7 +64,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const store = createTrajectoryStore({
-    dir: parsed.values.dir ?? process.env.TRAJECTORY_DIR ?? 'trajectories',
+    dir: parsed.values.dir ?? process.env.TRAJECTORY_DIR ?? defaultTrajectoryDir(),
   });
   let data: Trajectory;
   if (attempt !== undefined) {
