@@ -83,7 +83,10 @@ export async function main(argv: string[]): Promise<number> {
   const issueText = await readIssue(values.issue);
   if (!issueText.trim()) return usageError('the issue text is empty');
 
-  const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn', destination: process.stderr as never });
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'warn',
+    destination: process.stderr as never,
+  });
   const modelUrl = values['model-url'];
   const apiKey = values['api-key'] ?? process.env.MODEL_API_KEY;
   const replay = modelUrl.startsWith('replay:');
@@ -216,7 +219,10 @@ async function prepareWorkspace(source: string, workdir: string): Promise<void> 
     try {
       await git(['clone', '--quiet', '--no-hardlinks', ...(isDir ? [] : ['--depth', '1']), source, workdir]);
     } catch (err) {
-      throw new AppError('CLONE_FAILED', `could not clone ${source}: ${(err as { stderr?: string }).stderr ?? err}`);
+      throw new AppError(
+        'CLONE_FAILED',
+        `could not clone ${source}: ${(err as { stderr?: string }).stderr ?? err}`,
+      );
     }
     await git(['remote', 'remove', 'origin'], workdir).catch(() => undefined);
   }
@@ -271,7 +277,8 @@ function createProgress(maxSteps: number): (step: TrajectoryStep) => void {
 function describeCall(name: string, raw: string): string {
   try {
     const args = JSON.parse(raw) as Record<string, unknown>;
-    const main = name === 'Bash' ? args.command : name === 'Glob' ? args.pattern : (args.file_path ?? args.path);
+    const main =
+      name === 'Bash' ? args.command : name === 'Glob' ? args.pattern : (args.file_path ?? args.path);
     if (typeof main !== 'string') return '';
     const oneLine = main.replace(/\s+/g, ' ');
     return ` ${oneLine.length > 60 ? `${oneLine.slice(0, 57)}...` : oneLine}`;

@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { loadEnv, type AppEnv } from '../../config/env.js';
+import type { AppEnv } from '../../config/env.js';
 import {
   checkTriggerAllowed,
   createTeamMembershipCheck,
@@ -13,7 +12,8 @@ import { createInstallationClients } from '../../github-app/github-client.js';
 import { registerReviewHandler } from '../../github-app/review-handler.js';
 import { startServer, type RunningServer } from '../../github-app/server.js';
 import type { TriggerCheck } from '../../github-app/trigger-rules.js';
-import { createLogger, type Logger } from '../../observability/logger.js';
+import type { Logger } from '../../observability/logger.js';
+import { runService } from './run-service.js';
 
 const USAGE = `usage: frognano-bot serve
 
@@ -116,40 +116,5 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
 
 /** `frognano-bot serve`: read the environment, serve until SIGTERM/SIGINT, drain, return 0. */
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  const env = loadEnv();
-  const logger = createLogger({ level: env.logLevel });
-  const server = await startServe({ env, logger });
-  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
-  logger.info({ signal }, 'stopping');
-  await server.close();
-  exitSoon(0);
-  return 0;
-}
-
-/** Resolve with the name of the first of `signals` the process receives. */
-export function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const handler = (signal: NodeJS.Signals) => {
-      for (const s of signals) process.off(s, handler);
-      resolve(signal);
-    };
-    for (const s of signals) process.on(s, handler);
-  });
-}
-
-/**
- * Exit with `code` in one second if something (a library timer or socket) still holds the event loop
- * after a clean shutdown; the timer itself does not keep the process alive.
- */
-export function exitSoon(code: number): void {
-  setTimeout(() => process.exit(code), 1000).unref();
+  return runService(argv, USAGE, (env, logger) => startServe({ env, logger }), 'stopping');
 }

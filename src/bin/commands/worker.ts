@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { AppError } from '../../app-error.js';
-import { loadEnv, type AppEnv } from '../../config/env.js';
+import type { AppEnv } from '../../config/env.js';
 import { resolveEffectivePolicy } from '../../config/policy.js';
 import { createPolicyStore, createStaticPolicyStore, type PolicyStore } from '../../config/policy-store.js';
 import { loadRepoConfigs } from '../../config/repo-config.js';
@@ -16,7 +15,7 @@ import { publishPullRequest } from '../../github-app/pull-request.js';
 import { checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
 import type { ChatModel } from '../../llm/chat-model.js';
 import { createSglangClient } from '../../llm/sglang-client.js';
-import { createLogger, type Logger } from '../../observability/logger.js';
+import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import { noreplyEmail } from '../../pipeline/publish-change.js';
@@ -27,7 +26,7 @@ import { closeRedis, createRedisConnection } from '../../queue/redis-connection.
 import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
-import { exitSoon, waitForSignal } from './serve.js';
+import { runService } from './run-service.js';
 
 const USAGE = `usage: frognano-bot worker
 
@@ -379,21 +378,10 @@ async function createSandboxFactory(
 
 /** `frognano-bot worker`: read the environment, work until SIGTERM/SIGINT, hand jobs back, return 0. */
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  const env = loadEnv();
-  const logger = createLogger({ level: env.logLevel });
-  const worker = await startWorker({ env, logger });
-  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
-  logger.info({ signal }, 'stopping: no new jobs; waiting for running ones');
-  await worker.close();
-  exitSoon(0);
-  return 0;
+  return runService(
+    argv,
+    USAGE,
+    (env, logger) => startWorker({ env, logger }),
+    'stopping: no new jobs; waiting for running ones',
+  );
 }

@@ -1,0 +1,55 @@
+import { parseArgs } from 'node:util';
+import { loadEnv, type AppEnv } from '../../config/env.js';
+import { createLogger, type Logger } from '../../observability/logger.js';
+
+/**
+ * The `main` of a long-running command (`serve`, `worker`): parse `--help`, read the environment
+ * (a missing or malformed variable throws `CONFIG_INVALID`, which the CLI prints and exits 1 on),
+ * start, wait for SIGTERM or SIGINT, close gracefully, return 0.
+ *
+ * @param start starts the service; its `close()` drains it.
+ * @param stopping the log line written when the signal arrives.
+ */
+export async function runService(
+  argv: string[],
+  usage: string,
+  start: (env: AppEnv, logger: Logger) => Promise<{ close(): Promise<void> }>,
+  stopping: string,
+): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const env = loadEnv();
+  const logger = createLogger({ level: env.logLevel });
+  const service = await start(env, logger);
+  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
+  logger.info({ signal }, stopping);
+  await service.close();
+  exitSoon(0);
+  return 0;
+}
+
+/** Resolve with the name of the first of `signals` the process receives. */
+export function waitForSignal(signals: NodeJS.Signals[]): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const handler = (signal: NodeJS.Signals) => {
+      for (const s of signals) process.off(s, handler);
+      resolve(signal);
+    };
+    for (const s of signals) process.on(s, handler);
+  });
+}
+
+/**
+ * Exit with `code` in one second if something (a library timer or socket) still holds the event loop
+ * after a clean shutdown; the timer itself does not keep the process alive.
+ */
+export function exitSoon(code: number): void {
+  setTimeout(() => process.exit(code), 1000).unref();
+}
