@@ -87,7 +87,13 @@ try {
   const git = (...args: string[]) =>
     execFileSync('git', args, {
       cwd: workdir,
-      env: { ...process.env, GIT_AUTHOR_NAME: 'x', GIT_AUTHOR_EMAIL: 'x@x', GIT_COMMITTER_NAME: 'x', GIT_COMMITTER_EMAIL: 'x@x' },
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 'x',
+        GIT_AUTHOR_EMAIL: 'x@x',
+        GIT_COMMITTER_NAME: 'x',
+        GIT_COMMITTER_EMAIL: 'x@x',
+      },
     });
   git('init', '-q');
   git('add', '-A');

@@ -42,7 +42,10 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof AppError) process.stderr.write(`frognano-bot: ${err.message} [${err.code}]\n`);
-    else process.stderr.write(`frognano-bot: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    else
+      process.stderr.write(
+        `frognano-bot: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
     process.exitCode = 1;
   },
 );

@@ -5,7 +5,12 @@ import type { AssistantMessage, ChatMessage, ChatModel, ChatResponse } from '../
 import { createSilentLogger, type Logger } from '../observability/logger.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { LEAF_PROTOCOL } from './protocol.js';
-import { executeTool, parseToolArguments, readLeafToolSettings, type LeafToolSettings } from './tools/index.js';
+import {
+  executeTool,
+  parseToolArguments,
+  readLeafToolSettings,
+  type LeafToolSettings,
+} from './tools/index.js';
 import type { ExitReason, Trajectory, TrajectoryStep, TrajectoryToolCall } from './trajectory.js';
 import { computeWorkspacePatch, readBaseCommit } from './workspace-patch.js';
 
@@ -126,7 +131,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
         response = await model.complete({ messages, tools: LEAF_PROTOCOL.tools, signal: stepSignal });
       } catch (err) {
         if (interrupted()) break;
-        if (err instanceof AppError && err.code === 'LLM_CONTEXT_OVERFLOW') finish('max_context_len', err.message);
+        if (err instanceof AppError && err.code === 'LLM_CONTEXT_OVERFLOW')
+          finish('max_context_len', err.message);
         else finish('llm_query_error', errorMessage(err));
         trajectory.errorCode = err instanceof AppError ? err.code : 'LLM_QUERY_ERROR';
         break;
@@ -232,7 +238,11 @@ function normaliseAssistant(message: AssistantMessage): AssistantMessage {
   return out;
 }
 
-async function writeTrajectory(path: string | undefined, trajectory: Trajectory, logger: Logger): Promise<void> {
+async function writeTrajectory(
+  path: string | undefined,
+  trajectory: Trajectory,
+  logger: Logger,
+): Promise<void> {
   if (!path) return;
   try {
     await mkdir(dirname(path), { recursive: true });

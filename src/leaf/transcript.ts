@@ -21,13 +21,18 @@ export function formatTranscript(t: Trajectory, options: { maxObservationLines?:
   t.steps.forEach((step, i) => {
     const msg = assistants[i];
     const usage = step.usage ? ` · ${step.usage.prompt_tokens}+${step.usage.completion_tokens} tokens` : '';
-    out.push('', `── step ${step.index} · ${(step.llmMs / 1000).toFixed(1)}s model, ${(step.toolMs / 1000).toFixed(1)}s tools${usage}`);
+    out.push(
+      '',
+      `── step ${step.index} · ${(step.llmMs / 1000).toFixed(1)}s model, ${(step.toolMs / 1000).toFixed(1)}s tools${usage}`,
+    );
     if (msg && msg.role === 'assistant') {
       if (msg.reasoning_content) out.push(indent(`(thinking) ${cut(msg.reasoning_content, 3)}`));
       if (msg.content) out.push(indent(cut(msg.content, 8)));
     }
     for (const call of step.toolCalls) {
-      out.push(`  → ${call.name} ${call.arguments.length > 200 ? `${call.arguments.slice(0, 197)}...` : call.arguments}`);
+      out.push(
+        `  → ${call.name} ${call.arguments.length > 200 ? `${call.arguments.slice(0, 197)}...` : call.arguments}`,
+      );
       out.push(indent(cut(call.observation, maxLines)));
     }
   });

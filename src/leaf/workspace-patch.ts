@@ -6,7 +6,14 @@ import type { Sandbox } from '../sandbox/sandbox.js';
  * that running the tests leaves behind (`__pycache__`, `.pytest_cache`…). Tracked files matching
  * them are still diffed (`core.excludesFile` only applies to untracked files).
  */
-export const ALWAYS_EXCLUDED = ['__pycache__/', '*.py[cod]', '.pytest_cache/', '.mypy_cache/', '.ruff_cache/', '.tox/'];
+export const ALWAYS_EXCLUDED = [
+  '__pycache__/',
+  '*.py[cod]',
+  '.pytest_cache/',
+  '.mypy_cache/',
+  '.ruff_cache/',
+  '.tox/',
+];
 
 /** Patches larger than this many bytes are refused rather than cut (a cut patch would not apply). */
 export const MAX_PATCH_BYTES = 64 * 1024 * 1024;
@@ -58,9 +65,13 @@ export async function computeWorkspacePatch(
   ].join('\n');
   const r = await sandbox.exec(script, { timeoutMs: 120_000, maxOutputBytes: MAX_PATCH_BYTES + 1, signal });
   if (r.exitCode !== 0 || r.timedOut) {
-    throw new AppError('PATCH_FAILED', `git diff failed in the sandbox: ${r.stderr.toString('utf8').trim()}`, {
-      retryable: false,
-    });
+    throw new AppError(
+      'PATCH_FAILED',
+      `git diff failed in the sandbox: ${r.stderr.toString('utf8').trim()}`,
+      {
+        retryable: false,
+      },
+    );
   }
   if (r.outputTruncated || r.stdout.length > MAX_PATCH_BYTES) {
     throw new AppError('PATCH_FAILED', `the patch is larger than ${MAX_PATCH_BYTES} bytes`);
@@ -74,7 +85,9 @@ export async function computeWorkspacePatch(
  */
 export function filesInPatch(patch: string): string[] {
   const files: string[] = [];
-  for (const m of patch.matchAll(/^diff --git (?:"a\/(?:[^"\\]|\\.)*"|a\/\S+) ("b\/(?:[^"\\]|\\.)*"|b\/.+)$/gm)) {
+  for (const m of patch.matchAll(
+    /^diff --git (?:"a\/(?:[^"\\]|\\.)*"|a\/\S+) ("b\/(?:[^"\\]|\\.)*"|b\/.+)$/gm,
+  )) {
     let p = m[1] ?? '';
     if (p.startsWith('"')) p = JSON.parse(p) as string;
     files.push(p.slice(2));

@@ -45,10 +45,7 @@ export function createLogger(
 }
 
 /** A child logger carrying `{jobId, repo, issue}` on every line (DESIGN.md "Logging"). */
-export function createJobLogger(
-  parent: Logger,
-  job: { jobId: string; repo: string; issue: number },
-): Logger {
+export function createJobLogger(parent: Logger, job: { jobId: string; repo: string; issue: number }): Logger {
   return parent.child({ jobId: job.jobId, repo: job.repo, issue: job.issue });
 }
 

@@ -43,7 +43,8 @@ function makeProject(): string {
     'from shop import total\n\n\ndef test_discount_is_a_fraction_off():\n    assert total([10, 10], 0.25) == 15\n',
   );
   writeFileSync(join(repo, 'pytest.ini'), '[pytest]\npythonpath = .\n');
-  const git = (...a: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd: repo });
+  const git = (...a: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd: repo });
   git('init', '-q');
   git('add', '-A');
   git('commit', '-qm', 'initial');
@@ -55,14 +56,22 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
     const repo = makeProject();
     server = await startScriptedModelServer({
       script: [
-        { kind: 'tool_calls', reasoning: 'Find the code.', calls: [{ name: 'Read', arguments: { file_path: 'shop.py' } }] },
+        {
+          kind: 'tool_calls',
+          reasoning: 'Find the code.',
+          calls: [{ name: 'Read', arguments: { file_path: 'shop.py' } }],
+        },
         { kind: 'tool_calls', calls: [{ name: 'Bash', arguments: { command: 'python3 -m pytest -q' } }] },
         {
           kind: 'tool_calls',
           calls: [
             {
               name: 'Edit',
-              arguments: { file_path: 'shop.py', old_string: 'sum(prices) * discount', new_string: 'sum(prices) * (1 - discount)' },
+              arguments: {
+                file_path: 'shop.py',
+                old_string: 'sum(prices) * discount',
+                new_string: 'sum(prices) * (1 - discount)',
+              },
             },
           ],
         },
@@ -72,7 +81,17 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       ],
     });
     const out = join(tmp, 'out');
-    const r = await runCli(['run', '--repo', repo, '--issue', 'total() applies the discount wrongly', '--model-url', server.url, '--out', out]);
+    const r = await runCli([
+      'run',
+      '--repo',
+      repo,
+      '--issue',
+      'total() applies the discount wrongly',
+      '--model-url',
+      server.url,
+      '--out',
+      out,
+    ]);
     expect(r.stderr).toContain('step 1/150');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('exit reason   agent');
@@ -99,12 +118,26 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       const cur = server.requests[i]!.body.messages as unknown[];
       expect(cur.slice(0, prev.length)).toEqual(prev);
     }
-    expect(server.requests[0]!.body).toMatchObject({ temperature: 0.6, top_k: 20, max_completion_tokens: 8192 });
+    expect(server.requests[0]!.body).toMatchObject({
+      temperature: 0.6,
+      top_k: 20,
+      max_completion_tokens: 8192,
+    });
   });
 
   it('says how to start SGLang when no server answers, and exits 3', async () => {
     const repo = makeProject();
-    const r = await runCli(['run', '--repo', repo, '--issue', 'x', '--model-url', 'http://127.0.0.1:9/v1', '--out', join(tmp, 'o')]);
+    const r = await runCli([
+      'run',
+      '--repo',
+      repo,
+      '--issue',
+      'x',
+      '--model-url',
+      'http://127.0.0.1:9/v1',
+      '--out',
+      join(tmp, 'o'),
+    ]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('no model server answers at http://127.0.0.1:9/v1');
     expect(r.stderr).toContain('python -m sglang.launch_server --model-path microsoft/FrogNano-4B-2609');
@@ -116,7 +149,10 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       script: () => ({ kind: 'tool_calls', calls: [{ name: 'Glob', arguments: { pattern: '**/*.py' } }] }),
     });
     const out = join(tmp, 'out');
-    const r = await runCli(['run', '--repo', repo, '--issue', '-', '--model-url', server.url, '--max-steps', '2', '--out', out], 'fix it');
+    const r = await runCli(
+      ['run', '--repo', repo, '--issue', '-', '--model-url', server.url, '--max-steps', '2', '--out', out],
+      'fix it',
+    );
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('exit reason   max_turns');
     expect(readFileSync(join(out, 'patch.diff'), 'utf8')).toBe('');
@@ -138,7 +174,9 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('exit reason   agent');
     expect(r.stdout).toContain('REPLAYED');
-    expect(readFileSync(join(tmp, 'out', 'patch.diff'), 'utf8')).toContain('+    return (fahrenheit - 32) * 5 / 9');
+    expect(readFileSync(join(tmp, 'out', 'patch.diff'), 'utf8')).toContain(
+      '+    return (fahrenheit - 32) * 5 / 9',
+    );
   });
 
   it('refuses bad usage with exit 2', async () => {

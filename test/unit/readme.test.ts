@@ -26,7 +26,9 @@ describe('README', () => {
   });
 
   it('documents every environment variable that env.ts reads, and no other', () => {
-    const documented = [...section('Environment variables').matchAll(/^\| `([A-Z0-9_]+)`/gm)].map((m) => m[1]);
+    const documented = [...section('Environment variables').matchAll(/^\| `([A-Z0-9_]+)`/gm)].map(
+      (m) => m[1],
+    );
     expect(documented.sort()).toEqual(ENV_DOCS.map((d) => d.name).sort());
   });
 });

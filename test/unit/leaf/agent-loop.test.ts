@@ -12,7 +12,9 @@ import { createLocalSandboxFactory } from '../../../src/sandbox/local/local-sand
 import type { Sandbox } from '../../../src/sandbox/sandbox.js';
 
 /** An in-process model that answers from a list of turns and records each request's messages. */
-function scriptedModel(turns: Array<Partial<ChatResponse> | ((req: ChatRequest) => Promise<ChatResponse>) | Error>) {
+function scriptedModel(
+  turns: Array<Partial<ChatResponse> | ((req: ChatRequest) => Promise<ChatResponse>) | Error>,
+) {
   const requests: string[] = [];
   const model: ChatModel = {
     model: 'scripted',
@@ -34,14 +36,22 @@ function scriptedModel(turns: Array<Partial<ChatResponse> | ((req: ChatRequest) 
 }
 
 let n = 0;
-function toolTurn(name: string, args: Record<string, unknown> | string, reasoning?: string): Partial<ChatResponse> {
+function toolTurn(
+  name: string,
+  args: Record<string, unknown> | string,
+  reasoning?: string,
+): Partial<ChatResponse> {
   return {
     message: {
       role: 'assistant',
       content: null,
       ...(reasoning ? { reasoning_content: reasoning } : {}),
       tool_calls: [
-        { id: `call_${++n}`, type: 'function', function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) } },
+        {
+          id: `call_${++n}`,
+          type: 'function',
+          function: { name, arguments: typeof args === 'string' ? args : JSON.stringify(args) },
+        },
       ],
     },
   };
@@ -87,7 +97,11 @@ describe('runAgentLoop', () => {
       { role: 'user', content: 'set x to 2' },
     ]);
     expect(t.messages[2]).toMatchObject({ role: 'assistant', reasoning_content: 'look first' });
-    expect(t.messages[3]).toEqual({ role: 'tool', tool_call_id: t.steps[0]!.toolCalls[0]!.id, content: 'a.py\n1. x = 1' });
+    expect(t.messages[3]).toEqual({
+      role: 'tool',
+      tool_call_id: t.steps[0]!.toolCalls[0]!.id,
+      content: 'a.py\n1. x = 1',
+    });
     expect(t.steps[1]!.toolCalls[0]!.observation).toBe('Edited a.py (1 replacement).');
     expect(t.patch).toContain('-x = 1\n+x = 2');
     expect(readFileSync(join(workdir, 'a.py'), 'utf8')).toBe('x = 2\n');
@@ -107,7 +121,11 @@ describe('runAgentLoop', () => {
   });
 
   it('writes the trajectory after every step, so a crash leaves a partial one', async () => {
-    const { model } = scriptedModel([toolTurn('Glob', { pattern: '*.py' }), toolTurn('Glob', { pattern: '*.md' }), {}]);
+    const { model } = scriptedModel([
+      toolTurn('Glob', { pattern: '*.py' }),
+      toolTurn('Glob', { pattern: '*.md' }),
+      {},
+    ]);
     const trajectoryPath = join(tmp, 'trajectory.json');
     const seen: Array<{ steps: number; exitReason: string | null }> = [];
     await runAgentLoop({
@@ -129,7 +147,11 @@ describe('runAgentLoop', () => {
   });
 
   it('turns arguments that are not a JSON object into {}', async () => {
-    const { model } = scriptedModel([toolTurn('Read', '["a.py"]'), toolTurn('Bash', '{"command": "echo hi"'), {}]);
+    const { model } = scriptedModel([
+      toolTurn('Read', '["a.py"]'),
+      toolTurn('Bash', '{"command": "echo hi"'),
+      {},
+    ]);
     const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
     expect(t.steps[0]!.toolCalls[0]!.observation).toBe('ValueError: file_path is required');
     expect(t.steps[1]!.toolCalls[0]!.observation).toBe('ValueError: command is required');
@@ -158,7 +180,10 @@ describe('runAgentLoop', () => {
 
     const second = await runAgentLoop({
       model: scriptedModel([
-        new AppError('LLM_CONTEXT_OVERFLOW', "The input (140000 tokens) is longer than the model's context length (131072 tokens)."),
+        new AppError(
+          'LLM_CONTEXT_OVERFLOW',
+          "The input (140000 tokens) is longer than the model's context length (131072 tokens).",
+        ),
       ]).model,
       sandbox,
       instruction: 'x',
@@ -169,13 +194,17 @@ describe('runAgentLoop', () => {
   });
 
   it('ends as max_tokens_per_turn on finish_reason length', async () => {
-    const { model } = scriptedModel([{ message: { role: 'assistant', content: 'cut mid-sen' }, finishReason: 'length' }]);
+    const { model } = scriptedModel([
+      { message: { role: 'assistant', content: 'cut mid-sen' }, finishReason: 'length' },
+    ]);
     const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
     expect(t.exitReason).toBe('max_tokens_per_turn');
   });
 
   it('ends as llm_query_error with the error code when the model fails', async () => {
-    const { model } = scriptedModel([new AppError('LLM_UNREACHABLE', 'no server at http://127.0.0.1:1/v1', { retryable: true })]);
+    const { model } = scriptedModel([
+      new AppError('LLM_UNREACHABLE', 'no server at http://127.0.0.1:1/v1', { retryable: true }),
+    ]);
     const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
     expect(t.exitReason).toBe('llm_query_error');
     expect(t.errorCode).toBe('LLM_UNREACHABLE');
@@ -186,7 +215,11 @@ describe('runAgentLoop', () => {
     const { model } = scriptedModel([
       async () => {
         await sandbox.destroy();
-        return { message: toolTurn('Bash', { command: 'true' }).message!, finishReason: 'tool_calls', usage: null };
+        return {
+          message: toolTurn('Bash', { command: 'true' }).message!,
+          finishReason: 'tool_calls',
+          usage: null,
+        };
       },
     ]);
     const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
@@ -215,7 +248,13 @@ describe('runAgentLoop', () => {
         });
       });
     const { model } = scriptedModel([slow]);
-    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j', limits: { maxTimeMs: 200 } });
+    const t = await runAgentLoop({
+      model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      limits: { maxTimeMs: 200 },
+    });
     expect(t.exitReason).toBe('max_time');
   });
 });

@@ -7,7 +7,9 @@ const SHARED = new URL('../../../../shared/leaf-protocol/leaf-protocol.json', im
 describe('Leaf protocol data', () => {
   it('is byte-identical to shared/leaf-protocol/leaf-protocol.json', () => {
     if (!existsSync(SHARED)) {
-      throw new Error(`${SHARED.pathname} is missing: the shared/ folder must sit beside the repository checkout`);
+      throw new Error(
+        `${SHARED.pathname} is missing: the shared/ folder must sit beside the repository checkout`,
+      );
     }
     expect(PROTOCOL_TEXT).toBe(readFileSync(SHARED, 'utf8'));
   });
