@@ -164,7 +164,7 @@ describe('admin routes', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({
       repositoryConfig: { read: false },
-      effective: { maxSteps: 50, attempts: 2 },
+      effective: { maxSteps: 50, attempts: 1 },
       sources: { attempts: 'default' },
     });
     const bad = await fetch(`${base}/admin/policy`, { headers: basic(USER, PASSWORD) });
