@@ -104,7 +104,16 @@ interface EnvSpec<T> extends EnvDoc {
 
 const DEFAULT_WORK_ROOT = join(tmpdir(), 'frognano');
 
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A whole number in [min, max], with a message that says so (zod's default names types, not people's words). */
+const int = (min: number, max: number) => {
+  const allowed =
+    max >= Number.MAX_SAFE_INTEGER ? `a whole number from ${min} up` : `a whole number from ${min} to ${max}`;
+  return z.coerce
+    .number({ error: `must be ${allowed}` })
+    .int({ error: `must be ${allowed}` })
+    .min(min, { error: `must be ${allowed}` })
+    .max(max, { error: `must be ${allowed}` });
+};
 const url = (protocols: RegExp) =>
   z
     .url({ protocol: protocols, error: 'must be a URL like the default' })

@@ -86,7 +86,11 @@ describe('loadEnv', () => {
       ].sort(),
     );
     expect(byName.GHE_HOST).toContain('without scheme');
-    expect(byName.APP_ID).toContain('"twelve"');
+    expect(byName.APP_ID).toBe('APP_ID: must be a whole number from 1 up (got "twelve")');
+    expect(byName.PORT).toBe('PORT: must be a whole number from 1 to 65535 (got "70000")');
+    expect(byName.WORKER_CONCURRENCY).toBe(
+      'WORKER_CONCURRENCY: must be a whole number from 1 to 64 (got "0")',
+    );
     expect(byName.WEBHOOK_SECRET).not.toContain('short');
     try {
       loadEnv({ ...minimal, APP_ID: 'x' });
