@@ -213,7 +213,7 @@ export const ENV_SPECS = {
     'WORKER_PORT',
     {
       default: '3001',
-      description: 'TCP port of the worker\u2019s `/metrics` and `/healthz`; `0` turns it off.',
+      description: 'TCP port of the worker\u2019s `/healthz`, `/readyz` and `/metrics`; `0` turns it off.',
     },
     int(0, 65535),
   ),

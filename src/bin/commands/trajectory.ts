@@ -57,10 +57,15 @@ export async function main(argv: string[]): Promise<number> {
     !id ||
     !Number.isInteger(lines) ||
     lines < 1 ||
-    (attempt !== undefined && (!Number.isInteger(attempt) || attempt < 1)) ||
-    (attempt !== undefined && id.endsWith('.json'))
+    (attempt !== undefined && (!Number.isInteger(attempt) || attempt < 1))
   ) {
     process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (attempt !== undefined && id.endsWith('.json')) {
+    process.stderr.write(
+      `frognano-bot trajectory: --attempt needs a job id (attempts are stored per job); ${id} is one file\n`,
+    );
     return 2;
   }
   const store = createTrajectoryStore({
