@@ -4,7 +4,8 @@
 #
 # The Kubernetes driver needs, inside the image: /bin/sh, coreutils (head, sleep, sha256sum, stat,
 # realpath, wc, mkdir, rm, cat, env), util-linux setsid, findutils find and tar. Repositories with
-# other toolchains get their own image through the admin policy (`image` key), built FROM this one.
+# other toolchains get their own image through the admin policy (`sandbox.image` in `defaults` or in
+# a rule), built FROM this one.
 
 FROM debian:bookworm-slim
 RUN apt-get update \

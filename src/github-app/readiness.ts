@@ -11,6 +11,8 @@ export interface ReadinessCheck {
   detail?: string;
   /** Validation messages (file, key path, problem) of a policy file that failed to reload. */
   messages?: string[];
+  /** False for a check that is reported but does not decide readiness. */
+  required?: boolean;
 }
 
 /** The `/readyz` body. */
@@ -20,10 +22,14 @@ export interface ReadinessReport {
 }
 
 /**
- * Readiness of `serve` (and the worker): Redis answers PING within 2 s; the model server answers
+ * Readiness of the worker and of `serve`: Redis answers PING within 2 s; the model server answers
  * `GET <MODEL_URL>/models` (the OpenAI-compatible model list SGLang serves) with 2xx within 2 s; not
  * draining. The policy file's last reload error is reported as a warning: the last good policy
  * stays in force, so it does not take the process out of rotation.
+ *
+ * With `modelRequired: false` (serve) the model server is reported but does not decide readiness:
+ * webhooks only need Redis, and taking the webhook receiver out of rotation while SGLang loads or
+ * restarts would lose deliveries instead of queueing them.
  */
 export async function checkReadiness(options: {
   redis: Redis;
@@ -31,11 +37,14 @@ export async function checkReadiness(options: {
   modelApiKey: string | null;
   policyStore?: PolicyStore;
   draining?: boolean;
+  /** Default true. */
+  modelRequired?: boolean;
 }): Promise<ReadinessReport> {
   const [redis, model] = await Promise.all([
     checkRedis(options.redis),
     checkModel(options.modelUrl, options.modelApiKey),
   ]);
+  if (options.modelRequired === false) model.required = false;
   const checks: Record<string, ReadinessCheck> = { redis, model };
   if (options.draining) checks.draining = { ok: false, detail: 'shutting down' };
   const policyError = options.policyStore?.lastError();
@@ -48,7 +57,7 @@ export async function checkReadiness(options: {
         }
       : { ok: true };
   }
-  return { ready: Object.values(checks).every((c) => c.ok), checks };
+  return { ready: Object.values(checks).every((c) => c.ok || c.required === false), checks };
 }
 
 async function checkRedis(redis: Redis): Promise<ReadinessCheck> {

@@ -140,6 +140,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       modelApiKey: env.modelApiKey,
       policyStore: options.policyStore,
       draining,
+      modelRequired: false,
     });
     res.status(report.ready ? 200 : 503).json(report);
   });

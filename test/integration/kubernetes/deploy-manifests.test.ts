@@ -144,15 +144,20 @@ describe.each(Object.entries(overlays))('deploy/overlays/%s', (_name, objects) =
     expect(limits.spec.limits[0].max).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
   });
 
-  it('lets the server reach Redis, and the worker Redis, SGLang, the GitHub host and the API server', () => {
+  it('lets the server reach Redis and SGLang, and the worker Redis, SGLang, the GitHub host and the API server', () => {
     const egressTo = (policy: Obj) => policy.spec.egress as Obj[];
     const appDeny = find(objects, 'NetworkPolicy', 'default-deny', 'frognano');
     expect(appDeny.spec).toEqual({ podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
     const server = find(objects, 'NetworkPolicy', 'server', 'frognano');
+    // SGLang: serve's /readyz lists the models (GET <MODEL_URL>/models); only the SGLang port.
     expect(egressTo(server)).toEqual([
       {
         to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'redis' } } }],
         ports: [{ protocol: 'TCP', port: 6379 }],
+      },
+      {
+        to: [{ podSelector: { matchLabels: { 'app.kubernetes.io/component': 'model-server' } } }],
+        ports: [{ protocol: 'TCP', port: 30000 }],
       },
     ]);
     const worker = find(objects, 'NetworkPolicy', 'worker', 'frognano');
@@ -174,6 +179,21 @@ describe.each(Object.entries(overlays))('deploy/overlays/%s', (_name, objects) =
     expect(redis.spec.ingress[0].from[0].podSelector.matchExpressions[0].values).toEqual([
       'server',
       'worker',
+    ]);
+    const modelServer = find(objects, 'NetworkPolicy', 'model-server', 'frognano');
+    expect(modelServer.spec.ingress).toEqual([
+      {
+        from: [
+          {
+            podSelector: {
+              matchExpressions: [
+                { key: 'app.kubernetes.io/component', operator: 'In', values: ['server', 'worker'] },
+              ],
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 30000 }],
+      },
     ]);
     const env = find(objects, 'ConfigMap', 'frognano-env', 'frognano').data;
     expect(env).toMatchObject({
@@ -201,7 +221,7 @@ describe('overlay differences', () => {
     expect(find(p, 'NetworkPolicy', 'github-egress').spec.egress[0].to[0].ipBlock.cidr).toBe('10.20.30.0/24');
   });
 
-  it('dev: one replica, debug logs, a small sandbox quota, local images', () => {
+  it('dev: one replica, debug logs, a small sandbox quota, local images, egress that works on kind', () => {
     const d = overlays.dev;
     expect(find(d, 'Deployment', 'frognano-worker').spec.replicas).toBe(1);
     expect(find(d, 'ConfigMap', 'frognano-env').data).toMatchObject({
@@ -211,6 +231,15 @@ describe('overlay differences', () => {
     expect(find(d, 'ConfigMap', 'frognano-env').data.SANDBOX_RUNTIME_CLASS).toBeUndefined();
     expect(find(d, 'ResourceQuota', 'sandboxes').spec.hard.pods).toBe('4');
     expect(podSpec(find(d, 'Deployment', 'frognano-worker')).containers[0].image).toBe('frognano-bot:dev');
+    // Not the base's placeholder ranges, which match nothing: any HTTPS address, and the API server
+    // on the ports kind/k3d (6443) and minikube (8443) serve it on.
+    expect(find(d, 'NetworkPolicy', 'github-egress').spec.egress).toEqual([
+      { to: [{ ipBlock: { cidr: '0.0.0.0/0' } }], ports: [{ protocol: 'TCP', port: 443 }] },
+    ]);
+    const api = find(d, 'NetworkPolicy', 'apiserver-egress').spec.egress;
+    expect(api).toHaveLength(1);
+    expect(api[0].to).toEqual([{ ipBlock: { cidr: '0.0.0.0/0' } }]);
+    expect(api[0].ports.map((p: Obj) => p.port)).toEqual([443, 6443, 8443]);
   });
 });
 
