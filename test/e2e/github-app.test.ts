@@ -9,26 +9,16 @@
  * with pytest.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startServe, type RunningServe } from '../../src/bin/commands/serve.js';
-import { startWorker, type RunningWorker } from '../../src/bin/commands/worker.js';
-import { loadEnv, type AppEnv } from '../../src/config/env.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
-import { createSilentLogger } from '../../src/observability/logger.js';
 import { NEEDS_REVIEW_LABEL } from '../../src/pipeline/publish-change.js';
-import { startGheStandin, type GheStandin } from '../helpers/ghe-standin/index.js';
-import {
-  startScriptedModelServer,
-  type RecordedRequest,
-  type ScriptedModelServer,
-  type ScriptedTurn,
-} from '../helpers/scripted-model-server.js';
-import { connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../integration/queue/redis-helper.js';
+import { startE2eStack, type E2eStack, type E2eStackOptions } from '../helpers/e2e-stack.js';
+import type { GheStandin } from '../helpers/ghe-standin/index.js';
+import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
+import { waitFor } from '../integration/queue/redis-helper.js';
 
 const OWNER = 'octo-org';
 const REPO = 'calc';
@@ -37,7 +27,6 @@ const FILES = {
   'test_calc.py': 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
 };
 const FINAL_MESSAGE = 'add() subtracted; it now returns a + b. The test passes.';
-const logger = createSilentLogger();
 
 /**
  * The model's turns, chosen by how many assistant messages the request already holds, so a job
@@ -60,72 +49,25 @@ function turnFor(request: RecordedRequest): ScriptedTurn {
   return { kind: 'final', content: FINAL_MESSAGE };
 }
 
-let ghe: GheStandin;
-let redis: Redis;
-let root: string;
 const cleanups: Array<() => Promise<void>> = [];
-
-beforeAll(async () => {
-  redis = await connectTestRedis();
-  ghe = await startGheStandin();
-  await ghe.createRepo(OWNER, REPO, { files: FILES });
-  ghe.setPermission(OWNER, REPO, 'alice', 'write');
-  root = await mkdtemp(join(tmpdir(), 'frognano-e2e-'));
-});
 
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()?.();
 });
 
-afterAll(async () => {
-  await ghe?.close();
-  redis?.disconnect();
-  if (root) await rm(root, { recursive: true, force: true });
-});
-
-/** The process environment of serve and worker, pointed at the stand-in, Redis and the model server. */
-function envVars(
-  prefix: string,
-  model: ScriptedModelServer,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return {
-    APP_ID: String(ghe.appId),
-    PRIVATE_KEY: ghe.privateKey,
-    WEBHOOK_SECRET: ghe.webhookSecret,
-    GHE_HOST: ghe.host,
-    GHE_PROTOCOL: 'http',
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: prefix,
-    MODEL_URL: model.url,
-    SANDBOX_DRIVER: 'local',
-    WORKER_PORT: '0',
-    WORK_DIR: join(root, prefix, 'work'),
-    TRAJECTORY_DIR: join(root, prefix, 'trajectories'),
-    LOG_LEVEL: 'silent',
-    SHUTDOWN_TIMEOUT_MS: '2000',
-    CANCEL_POLL_MS: '200',
-    ...extra,
-  };
-}
-
+/** serve (and the worker, unless `worker: false`) on a stand-in holding `octo-org/calc`; alice can write. */
 async function startStack(
-  env: AppEnv,
-  options: { worker?: boolean } = {},
-): Promise<{ serve: RunningServe; worker: RunningWorker | null }> {
-  const serve = await startServe({ env, logger, port: 0, host: '127.0.0.1' });
-  cleanups.push(() => serve.close());
-  let worker: RunningWorker | null = null;
-  if (options.worker !== false) {
-    worker = await startWorker({ env, logger, throttle: false, port: null, progressIntervalMs: 0 });
-    const w = worker;
-    cleanups.push(() => w.close());
-  }
-  return { serve, worker };
+  name: string,
+  script: E2eStackOptions['script'],
+  options: Pick<E2eStackOptions, 'env' | 'worker'> = {},
+): Promise<E2eStack> {
+  const stack = await startE2eStack({ name, owner: OWNER, repos: { [REPO]: FILES }, script, ...options });
+  cleanups.push(() => stack.close());
+  return stack;
 }
 
 /** The bot's status comment on the issue (exactly one is expected). */
-function statusComments(issueNumber: number) {
+function statusComments(ghe: GheStandin, issueNumber: number) {
   return ghe.state
     .comments(OWNER, REPO, issueNumber)
     .filter((c) => c.user?.login === ghe.botLogin && (c.body ?? '').includes(STATUS_MARKER));
@@ -133,36 +75,24 @@ function statusComments(issueNumber: number) {
 
 describe('e2e: labelled issue → draft pull request → human review', () => {
   it('ends in a pushed fix, a draft pull request with every field, and the review check turning success', async () => {
-    const model = await startScriptedModelServer({ script: (req) => turnFor(req) });
-    cleanups.push(() => model.close());
-    const prefix = uniquePrefix('e2e');
-    cleanups.push(() => deletePrefix(redis, prefix));
-    const env = loadEnv(envVars(prefix, model));
-    const { serve } = await startStack(env);
+    const stack = await startStack('e2e', (req) => turnFor(req));
+    const { ghe, serve } = stack;
 
-    const issue = ghe.createIssue(OWNER, REPO, {
+    const issue = await stack.labelNewIssue(REPO, {
       title: 'add() returns the difference',
       body: 'add(2, 3) returns -1 instead of 5.',
-      user: 'alice',
     });
-    const labeled = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: issue.number,
-      sender: 'alice',
-      label: 'frognano',
-    });
-    const aliceId = (labeled.sender as { id: number }).id;
-    const res = await ghe.sendWebhook(serve.webhookUrl, 'issues', labeled);
-    expect(res.status).toBe(200);
+    const aliceId = (issue.payload.sender as { id: number }).id;
+    expect(issue.status).toBe(200);
 
     // The status comment reaches its final state.
     const final = await waitFor(
-      () => statusComments(issue.number).find((c) => (c.body ?? '').includes('opened draft pull request #')),
+      () =>
+        statusComments(ghe, issue.number).find((c) => (c.body ?? '').includes('opened draft pull request #')),
       'the status comment to announce the pull request',
       90_000,
     );
-    expect(statusComments(issue.number)).toHaveLength(1);
+    expect(statusComments(ghe, issue.number)).toHaveLength(1);
     const history = ghe.state.commentBodies(final.id);
     expect(history[0]).toContain('queued');
     expect(history.some((b) => b.includes('running (step'))).toBe(true);
@@ -244,8 +174,9 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
   it('a worker killed with SIGKILL in the middle of a job: the job runs again and ends with exactly one pull request', async () => {
     let delayed = false;
     let onSecondStep: (() => void) | null = null;
-    const model = await startScriptedModelServer({
-      script: (req) => {
+    const stack = await startStack(
+      'e2e-kill',
+      (req) => {
         const turn = turnFor(req);
         // The first time the model is asked for step 2, hold the answer: the worker is killed meanwhile.
         if (!delayed && turn.kind === 'tool_calls' && turn.calls[0]?.name === 'Edit') {
@@ -255,24 +186,23 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
         }
         return turn;
       },
-    });
-    cleanups.push(() => model.close());
-    const prefix = uniquePrefix('e2e-kill');
-    cleanups.push(() => deletePrefix(redis, prefix));
-    // Short locks so the job of the dead worker is found stalled within seconds.
-    const vars = envVars(prefix, model, {
-      JOB_LOCK_DURATION_MS: '2000',
-      STALLED_INTERVAL_MS: '1000',
-      MAX_STALLED_COUNT: '1',
-      WORKER_CONCURRENCY: '1',
-    });
-    const env = loadEnv(vars);
-    const { serve } = await startStack(env, { worker: false });
+      {
+        // Short locks so the job of the dead worker is found stalled within seconds.
+        env: {
+          JOB_LOCK_DURATION_MS: '2000',
+          STALLED_INTERVAL_MS: '1000',
+          MAX_STALLED_COUNT: '1',
+          WORKER_CONCURRENCY: '1',
+        },
+        worker: false,
+      },
+    );
+    const { ghe, model, vars } = stack;
 
     // The first worker is a child process running `frognano-bot worker`.
     const secondStep = new Promise<void>((resolve) => (onSecondStep = resolve));
     // Its sandbox workspaces go below the test's folder: a killed worker cannot remove them itself.
-    const childTmp = join(root, prefix, 'tmp');
+    const childTmp = join(stack.root, 'tmp');
     await mkdir(childTmp, { recursive: true });
     const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/bin/cli.ts', 'worker'], {
       cwd: join(import.meta.dirname, '..', '..'),
@@ -288,19 +218,8 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
       await exited;
     });
 
-    const issue = ghe.createIssue(OWNER, REPO, {
-      title: 'add() is broken',
-      body: 'add(2, 3) != 5',
-      user: 'alice',
-    });
-    const labeled = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: issue.number,
-      sender: 'alice',
-      label: 'frognano',
-    });
-    expect((await ghe.sendWebhook(serve.webhookUrl, 'issues', labeled)).status).toBe(200);
+    const issue = await stack.labelNewIssue(REPO, { title: 'add() is broken', body: 'add(2, 3) != 5' });
+    expect(issue.status).toBe(200);
 
     await Promise.race([
       secondStep,
@@ -316,17 +235,16 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
     await exited;
 
     // A new worker takes the stalled job over and finishes it.
-    const worker = await startWorker({ env, logger, throttle: false, port: null, progressIntervalMs: 0 });
-    cleanups.push(() => worker.close());
+    await stack.startWorker();
     const final = await waitFor(
       () =>
-        statusComments(issue.number).find((c) =>
+        statusComments(ghe, issue.number).find((c) =>
           /opened draft pull request #|failed|stopped/.test((c.body ?? '').split('\n')[1] ?? ''),
         ),
       'the status comment of the restarted job to reach its outcome',
       90_000,
     );
-    expect(statusComments(issue.number)).toHaveLength(1);
+    expect(statusComments(ghe, issue.number)).toHaveLength(1);
     const pulls = ghe.state.pulls(OWNER, REPO).filter((p) => p.head.ref === `frognano/issue-${issue.number}`);
     expect(pulls).toHaveLength(1);
     expect(final.body).toContain(`opened draft pull request #${pulls[0]!.number}`);

@@ -14,28 +14,18 @@
  * Needs Redis on 127.0.0.1:6379 (`bash scripts/setup.sh` starts it), bubblewrap, git and python3
  * with pytest.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Redis } from 'ioredis';
+import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServe, type RunningServe } from '../../src/bin/commands/serve.js';
-import { startWorker, type RunningWorker } from '../../src/bin/commands/worker.js';
-import { loadEnv } from '../../src/config/env.js';
+import type { RunningServe } from '../../src/bin/commands/serve.js';
+import type { RunningWorker } from '../../src/bin/commands/worker.js';
 import { resolveEffectivePolicy } from '../../src/config/policy.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
-import { createSilentLogger } from '../../src/observability/logger.js';
-import { startGheStandin, type GheStandin } from '../helpers/ghe-standin/index.js';
-import {
-  startScriptedModelServer,
-  type RecordedRequest,
-  type ScriptedModelServer,
-  type ScriptedTurn,
-} from '../helpers/scripted-model-server.js';
-import { connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../integration/queue/redis-helper.js';
+import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
+import type { GheStandin } from '../helpers/ghe-standin/index.js';
+import type { RecordedRequest, ScriptedModelServer, ScriptedTurn } from '../helpers/scripted-model-server.js';
+import { waitFor } from '../integration/queue/redis-helper.js';
 
 const OWNER = 'octo-org';
-const logger = createSilentLogger();
 
 const POLICY = 'defaults:\n  maxTimeSec: 600\nrules:\n  - match: octo-org/*\n    maxSteps: 3\n';
 const SPECIAL_COMMAND = 'python3 -m pytest -q tests/test_special.py';
@@ -76,70 +66,35 @@ function turnFor(request: RecordedRequest): ScriptedTurn {
   return { kind: 'tool_calls', calls: [{ name: 'Read', arguments: { file_path: 'calc.py' } }] };
 }
 
+let stack: E2eStack;
 let ghe: GheStandin;
-let redis: Redis;
 let model: ScriptedModelServer;
-let root: string;
 let policyFile: string;
 let serve: RunningServe;
 let worker: RunningWorker;
-const prefix = uniquePrefix('e2e-policy');
 
 beforeAll(async () => {
-  redis = await connectTestRedis();
-  ghe = await startGheStandin();
-  await ghe.createRepo(OWNER, 'special', { files: SPECIAL_FILES });
-  await ghe.createRepo(OWNER, 'broken', { files: BROKEN_FILES });
-  for (const repo of ['special', 'broken']) ghe.setPermission(OWNER, repo, 'alice', 'write');
-  model = await startScriptedModelServer({ script: (req) => turnFor(req) });
-  root = await mkdtemp(join(tmpdir(), 'frognano-e2e-policy-'));
-  policyFile = join(root, 'policy', 'policy.yaml');
-  await mkdir(join(root, 'policy'));
-  await writeFile(policyFile, POLICY);
-  const env = loadEnv({
-    APP_ID: String(ghe.appId),
-    PRIVATE_KEY: ghe.privateKey,
-    WEBHOOK_SECRET: ghe.webhookSecret,
-    GHE_HOST: ghe.host,
-    GHE_PROTOCOL: 'http',
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: prefix,
-    MODEL_URL: model.url,
-    SANDBOX_DRIVER: 'local',
-    POLICY_FILE: policyFile,
-    WORK_DIR: join(root, 'work'),
-    TRAJECTORY_DIR: join(root, 'trajectories'),
-    LOG_LEVEL: 'silent',
-    SHUTDOWN_TIMEOUT_MS: '2000',
-    CANCEL_POLL_MS: '200',
+  stack = await startE2eStack({
+    name: 'e2e-policy',
+    owner: OWNER,
+    repos: { special: SPECIAL_FILES, broken: BROKEN_FILES },
+    script: (req) => turnFor(req),
+    policy: POLICY,
+    worker: { port: 0 },
   });
-  serve = await startServe({ env, logger, port: 0, host: '127.0.0.1' });
-  worker = await startWorker({ env, logger, throttle: false, port: 0, progressIntervalMs: 0 });
+  ({ ghe, model, serve } = stack);
+  policyFile = stack.policyFile!;
+  worker = stack.worker!;
 });
 
 afterAll(async () => {
-  await worker?.close();
-  await serve?.close();
-  await model?.close();
-  await ghe?.close();
-  if (redis) {
-    await deletePrefix(redis, prefix);
-    redis.disconnect();
-  }
-  if (root) await rm(root, { recursive: true, force: true });
+  await stack?.close();
 });
 
 /** Open an issue in `repo`, label it as alice through a signed webhook, return its number. */
 async function labelNewIssue(repo: string, title: string): Promise<number> {
-  const issue = ghe.createIssue(OWNER, repo, { title, body: 'add(2, 3) returns -1.', user: 'alice' });
-  const payload = ghe.labelIssue({
-    owner: OWNER,
-    repo,
-    issueNumber: issue.number,
-    sender: 'alice',
-    label: 'frognano',
-  });
-  expect((await ghe.sendWebhook(serve.webhookUrl, 'issues', payload)).status).toBe(200);
+  const issue = await stack.labelNewIssue(repo, { title, body: 'add(2, 3) returns -1.' });
+  expect(issue.status).toBe(200);
   return issue.number;
 }
 

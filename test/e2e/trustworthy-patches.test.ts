@@ -18,28 +18,18 @@
  * Needs Redis on 127.0.0.1:6379 (`bash scripts/setup.sh` starts it), bubblewrap, git and python3
  * with pytest.
  */
-import { mkdir, readdir, readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main as trajectoryCommand } from '../../src/bin/commands/trajectory.js';
-import { startServe, type RunningServe } from '../../src/bin/commands/serve.js';
-import { startWorker, type RunningWorker } from '../../src/bin/commands/worker.js';
-import { loadEnv } from '../../src/config/env.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
 import { createSglangClient } from '../../src/llm/sglang-client.js';
-import { createSilentLogger } from '../../src/observability/logger.js';
 import { TESTS_MODIFIED_LABEL } from '../../src/pipeline/checks/test-tampering.js';
 import { NEEDS_REVIEW_LABEL } from '../../src/pipeline/publish-change.js';
-import { startGheStandin, type GheStandin } from '../helpers/ghe-standin/index.js';
-import {
-  startScriptedModelServer,
-  type RecordedRequest,
-  type ScriptedModelServer,
-  type ScriptedTurn,
-} from '../helpers/scripted-model-server.js';
-import { connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../integration/queue/redis-helper.js';
+import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
+import type { GheStandin } from '../helpers/ghe-standin/index.js';
+import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
+import { waitFor } from '../integration/queue/redis-helper.js';
 
 const OWNER = 'octo-org';
 const FILES: Record<string, string> = {
@@ -103,69 +93,34 @@ function turnFor(request: RecordedRequest): ScriptedTurn {
   return script[Math.min(turn, script.length - 1)] as ScriptedTurn;
 }
 
-const logger = createSilentLogger();
+let stack: E2eStack;
 let ghe: GheStandin;
-let redis: Redis;
-let model: ScriptedModelServer;
-let root: string;
-let prefix: string;
-let serve: RunningServe;
-let worker: RunningWorker;
 let trajectoryDir: string;
 const runs = new Map<string, Promise<{ issue: number; comment: string }>>();
 
 beforeAll(async () => {
-  redis = await connectTestRedis();
-  ghe = await startGheStandin();
-  for (const repo of Object.keys(BEHAVIOUR)) {
-    await ghe.createRepo(OWNER, repo, { files: FILES });
-    ghe.setPermission(OWNER, repo, 'alice', 'write');
-  }
-  model = await startScriptedModelServer({ script: (req) => turnFor(req) });
-  root = await mkdtemp(join(tmpdir(), 'frognano-e2e-trust-'));
-  prefix = uniquePrefix('e2e-trust');
-  trajectoryDir = join(root, 'trajectories');
-  const policyFile = join(root, 'policy.yml');
-  await mkdir(root, { recursive: true });
-  // Best-of-3 for one repository only (an admin-only cap; the repository could only lower it).
-  await writeFile(policyFile, 'rules:\n  - match: octo-org/calc-best\n    attempts: 3\n');
-  const env = loadEnv({
-    APP_ID: String(ghe.appId),
-    PRIVATE_KEY: ghe.privateKey,
-    WEBHOOK_SECRET: ghe.webhookSecret,
-    GHE_HOST: ghe.host,
-    GHE_PROTOCOL: 'http',
-    REDIS_URL: 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: prefix,
-    MODEL_URL: model.url,
-    SANDBOX_DRIVER: 'local',
-    WORKER_PORT: '0',
+  stack = await startE2eStack({
+    name: 'e2e-trust',
+    owner: OWNER,
+    repos: Object.fromEntries(Object.keys(BEHAVIOUR).map((repo) => [repo, FILES])),
+    script: (req) => turnFor(req),
+    // Best-of-3 for one repository only (an admin-only cap; the repository could only lower it).
+    policy: 'rules:\n  - match: octo-org/calc-best\n    attempts: 3\n',
     // All five jobs run at once (each in its own repository): the stack mostly waits on processes.
-    WORKER_CONCURRENCY: '5',
-    WORK_DIR: join(root, 'work'),
-    TRAJECTORY_DIR: trajectoryDir,
-    POLICY_FILE: policyFile,
-    LOG_LEVEL: 'silent',
-    SHUTDOWN_TIMEOUT_MS: '2000',
-    CANCEL_POLL_MS: '200',
+    env: { WORKER_CONCURRENCY: '5' },
+    worker: {
+      // The attempt travels as the API key, so the scripted server can answer each attempt differently.
+      createModel: ({ attempt }, { model, env, logger }) =>
+        createSglangClient({
+          baseURL: model.url,
+          model: env.modelName,
+          apiKey: `attempt-${attempt}`,
+          maxRetries: 0,
+          logger,
+        }),
+    },
   });
-  serve = await startServe({ env, logger, port: 0, host: '127.0.0.1' });
-  worker = await startWorker({
-    env,
-    logger,
-    throttle: false,
-    port: null,
-    progressIntervalMs: 0,
-    // The attempt travels as the API key, so the scripted server can answer each attempt differently.
-    createModel: ({ attempt }) =>
-      createSglangClient({
-        baseURL: model.url,
-        model: env.modelName,
-        apiKey: `attempt-${attempt}`,
-        maxRetries: 0,
-        logger,
-      }),
-  });
+  ({ ghe, trajectoryDir } = stack);
   // Start every case now; each test awaits its own (a failure surfaces in that test).
   for (const repo of Object.keys(BEHAVIOUR)) {
     const run = runIssue(repo);
@@ -175,30 +130,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await worker?.close();
-  await serve?.close();
-  await model?.close();
-  if (redis && prefix) await deletePrefix(redis, prefix);
-  redis?.disconnect();
-  await ghe?.close();
-  if (root) await rm(root, { recursive: true, force: true });
+  await stack?.close();
 });
 
 /** Open an issue in `repo`, label it through a signed webhook, and wait for the final status comment. */
 async function runIssue(repo: string): Promise<{ issue: number; comment: string }> {
-  const issue = ghe.createIssue(OWNER, repo, {
+  const issue = await stack.labelNewIssue(repo, {
     title: 'add() returns the difference',
     body: 'add(2, 3) returns -1 instead of 5.',
-    user: 'alice',
   });
-  const labeled = ghe.labelIssue({
-    owner: OWNER,
-    repo,
-    issueNumber: issue.number,
-    sender: 'alice',
-    label: 'frognano',
-  });
-  expect((await ghe.sendWebhook(serve.webhookUrl, 'issues', labeled)).status).toBe(200);
+  expect(issue.status).toBe(200);
   const final = await waitFor(
     () =>
       ghe.state

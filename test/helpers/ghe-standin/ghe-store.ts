@@ -245,6 +245,55 @@ export function isoNow(ms: number = Date.now()): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/**
+ * Store a new open issue numbered next in `repo` (created and updated now, no labels or assignees)
+ * and return it; a pull request is an issue whose caller then sets `pull`.
+ */
+export function addIssueRecord(
+  store: GheStore,
+  repo: RepoRecord,
+  fields: { title: string; body: string | null; user: string },
+): IssueRecord {
+  const now = isoNow();
+  const record: IssueRecord = {
+    id: store.nextId(),
+    repoKey: repoKey(repo.owner, repo.name),
+    number: repo.nextNumber++,
+    ...fields,
+    labels: [],
+    assignees: [],
+    state: 'open',
+    stateReason: null,
+    createdAt: now,
+    updatedAt: now,
+    closedAt: null,
+  };
+  store.issues.set(`${record.repoKey}#${record.number}`, record);
+  return record;
+}
+
+/**
+ * A review of pull request `pull.number` on commit `pull.headSha`, submitted now (not stored).
+ * `review.state` is the webhook spelling (default `approved`); the record keeps the REST one.
+ */
+export function newReviewRecord(
+  store: GheStore,
+  repo: RepoRecord,
+  pull: { number: number; headSha: string },
+  review: { reviewer: string; body?: string | null; state?: 'approved' | 'changes_requested' | 'commented' },
+): ReviewRecord {
+  return {
+    id: store.nextId(),
+    repoKey: repoKey(repo.owner, repo.name),
+    pullNumber: pull.number,
+    user: review.reviewer,
+    body: review.body ?? null,
+    state: (review.state ?? 'approved').toUpperCase() as ReviewRecord['state'],
+    commitId: pull.headSha,
+    submittedAt: isoNow(),
+  };
+}
+
 /** Create an empty store. Ids start at 1000 so they never look like issue numbers. */
 export function createGheStore(): GheStore {
   let id = 1000;

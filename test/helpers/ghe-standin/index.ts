@@ -98,8 +98,10 @@ import {
 import { createStandinApp } from './create-standin-app.js';
 import type { JsonObject } from './example-templates.js';
 import {
+  addIssueRecord,
   createGheStore,
   isoNow,
+  newReviewRecord,
   repoKey,
   type CheckRunRecord,
   type CommentHistoryEntry,
@@ -112,7 +114,6 @@ import {
   type RecordedRequest,
   type RepoRecord,
   type RepoRole,
-  type ReviewRecord,
   type ReviewRequestRecord,
 } from './ghe-store.js';
 import { createGithubObjects } from './github-objects.js';
@@ -661,23 +662,11 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
 
     createIssue(owner, name, issue) {
       const repo = mustRepo(owner, name);
-      const now = isoNow();
-      const record: IssueRecord = {
-        id: store.nextId(),
-        repoKey: repoKey(owner, name),
-        number: repo.nextNumber++,
+      const record = addIssueRecord(store, repo, {
         title: issue.title,
         body: issue.body ?? null,
         user: issue.user ?? 'octocat',
-        labels: [],
-        assignees: [],
-        state: 'open',
-        stateReason: null,
-        createdAt: now,
-        updatedAt: now,
-        closedAt: null,
-      };
-      store.issues.set(`${record.repoKey}#${record.number}`, record);
+      });
       addLabels(fullCtx, repo, record, issue.labels ?? []);
       return o.issue(repo, record) as unknown as Issue;
     },
@@ -693,16 +682,12 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
       const issue = mustIssue(repo, args.pullNumber);
       if (!issue.pull)
         throw new Error(`ghe-standin: #${args.pullNumber} of ${repo.fullName} is not a pull request`);
-      const review: ReviewRecord = {
-        id: store.nextId(),
-        repoKey: repoKey(repo.owner, repo.name),
-        pullNumber: issue.number,
-        user: args.reviewer,
-        body: args.body ?? null,
-        state: (args.state ?? 'approved').toUpperCase() as ReviewRecord['state'],
-        commitId: issue.pull.headSha,
-        submittedAt: isoNow(),
-      };
+      const review = newReviewRecord(
+        store,
+        repo,
+        { number: issue.number, headSha: issue.pull.headSha },
+        args,
+      );
       store.reviews.push(review);
       return payloads.pullRequestReviewSubmitted(args, review);
     },

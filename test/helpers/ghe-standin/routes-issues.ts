@@ -10,6 +10,7 @@ import {
 } from './ghe-store.js';
 import {
   findIssue,
+  findInRepo,
   findRepo,
   param,
   parseBody,
@@ -203,14 +204,8 @@ export function registerIssueRoutes(router: Router, ctx: StandinContext): void {
   });
 
   const findComment = (req: Request, res: Response) => {
-    const repo = findRepo(ctx, req, res);
-    if (!repo) return undefined;
-    const comment = ctx.store.comments.get(Number(param(req, 'id')));
-    if (!comment || comment.repoKey !== repoKey(repo.owner, repo.name)) {
-      sendError(ctx, res, 404, 'Not Found');
-      return undefined;
-    }
-    return { repo, comment };
+    const found = findInRepo(ctx, req, res, ctx.store.comments);
+    return found && { repo: found.repo, comment: found.record };
   };
 
   router.get('/repos/:owner/:repo/issues/comments/:id', (req, res) => {

@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import { branchSha, diffStats } from './bare-repos.js';
-import { isoNow, repoKey, type IssueRecord, type RepoRecord } from './ghe-store.js';
+import { addIssueRecord, isoNow, repoKey, type IssueRecord, type RepoRecord } from './ghe-store.js';
 import { refuseLongBody } from './routes-issues.js';
 import {
   findIssue,
@@ -86,35 +86,23 @@ export function registerPullRoutes(router: Router, ctx: StandinContext): void {
     if (existing) return custom(res, `A pull request already exists for ${repo.owner}:${head}.`);
     const stats = await diffStats(repo.dir, baseSha, headSha);
     if (stats.commits === 0) return custom(res, `No commits between ${body.base} and ${head}`);
-    const now = isoNow();
-    const issue: IssueRecord = {
-      id: ctx.store.nextId(),
-      repoKey: repoKey(repo.owner, repo.name),
-      number: repo.nextNumber++,
+    const issue = addIssueRecord(ctx.store, repo, {
       title: body.title,
       body: body.body ?? null,
       user: ctx.objects.botLogin,
-      labels: [],
-      assignees: [],
-      state: 'open',
-      stateReason: null,
-      createdAt: now,
-      updatedAt: now,
-      closedAt: null,
-      pull: {
-        pullId: ctx.store.nextId(),
-        headRef: head,
-        headSha,
-        baseRef: body.base,
-        baseSha,
-        draft: body.draft ?? false,
-        maintainerCanModify: body.maintainer_can_modify ?? false,
-        requestedReviewers: [],
-        requestedTeams: [],
-        ...stats,
-      },
+    });
+    issue.pull = {
+      pullId: ctx.store.nextId(),
+      headRef: head,
+      headSha,
+      baseRef: body.base,
+      baseSha,
+      draft: body.draft ?? false,
+      maintainerCanModify: body.maintainer_can_modify ?? false,
+      requestedReviewers: [],
+      requestedTeams: [],
+      ...stats,
     };
-    ctx.store.issues.set(`${issue.repoKey}#${issue.number}`, issue);
     const rendered = ctx.objects.pullRequest(repo, issue);
     res.status(201).setHeader('Location', String(rendered.url)).json(rendered);
   });

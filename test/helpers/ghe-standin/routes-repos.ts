@@ -4,6 +4,7 @@ import { branchSha, resolveCommit, runGit, ZERO_SHA } from './bare-repos.js';
 import { nodeId } from './github-objects.js';
 import { isoNow, repoKey, type CheckRunRecord, type RepoRecord, type RepoRole } from './ghe-store.js';
 import {
+  findInRepo,
   findRepo,
   param,
   parseBody,
@@ -361,14 +362,8 @@ export function registerRepoRoutes(router: Router, ctx: StandinContext): void {
   });
 
   const findRun = (req: Request, res: Response) => {
-    const repo = findRepo(ctx, req, res);
-    if (!repo) return undefined;
-    const run = ctx.store.checkRuns.get(Number(param(req, 'id')));
-    if (!run || run.repoKey !== repoKey(repo.owner, repo.name)) {
-      sendError(ctx, res, 404, 'Not Found');
-      return undefined;
-    }
-    return { repo, run };
+    const found = findInRepo(ctx, req, res, ctx.store.checkRuns);
+    return found && { repo: found.repo, run: found.record };
   };
 
   router.get('/repos/:owner/:repo/check-runs/:id', (req, res) => {

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { AppAuth } from './app-auth.js';
 import type { GithubObjects, ObjectContext } from './github-objects.js';
-import type { IssueRecord, RepoRecord } from './ghe-store.js';
+import { repoKey, type IssueRecord, type RepoRecord } from './ghe-store.js';
 
 /** A `failNext` rule: answer the next `remaining` matching requests with `status`. */
 export interface FaultRule {
@@ -99,6 +99,26 @@ export function findIssue(
   const issue = Number.isInteger(n) ? ctx.store.issue(repo, n) : undefined;
   if (!issue) sendError(ctx, res, 404, 'Not Found');
   return issue;
+}
+
+/**
+ * The record `:id` of `records` (comments, check runs) if it belongs to the repository of
+ * `/repos/:owner/:repo/...`; otherwise answer 404 and return `undefined`.
+ */
+export function findInRepo<T extends { repoKey: string }>(
+  ctx: StandinContext,
+  req: Request,
+  res: Response,
+  records: Map<number, T>,
+): { repo: RepoRecord; record: T } | undefined {
+  const repo = findRepo(ctx, req, res);
+  if (!repo) return undefined;
+  const record = records.get(Number(param(req, 'id')));
+  if (!record || record.repoKey !== repoKey(repo.owner, repo.name)) {
+    sendError(ctx, res, 404, 'Not Found');
+    return undefined;
+  }
+  return { repo, record };
 }
 
 /**

@@ -2,7 +2,13 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { sign } from '@octokit/webhooks-methods';
 import { fromTemplate, loadExampleTemplates, type JsonObject } from './example-templates.js';
 import { nodeId } from './github-objects.js';
-import { isoNow, repoKey, type IssueRecord, type RepoRecord, type ReviewRecord } from './ghe-store.js';
+import {
+  isoNow,
+  newReviewRecord,
+  type IssueRecord,
+  type RepoRecord,
+  type ReviewRecord,
+} from './ghe-store.js';
 import type { StandinContext } from './standin-context.js';
 
 /** Arguments of the `issues.labeled` / `issues.unlabeled` builders. */
@@ -146,16 +152,9 @@ export function createWebhookPayloads(ctx: StandinContext, webhookSecret: string
       const { repo, issue } = lookup(args.owner, args.repo, args.pullNumber);
       if (!issue.pull)
         throw new Error(`ghe-standin: #${args.pullNumber} of ${repo.fullName} is not a pull request`);
-      const record: ReviewRecord = review ?? {
-        id: ctx.store.nextId(),
-        repoKey: repoKey(repo.owner, repo.name),
-        pullNumber: issue.number,
-        user: args.reviewer,
-        body: args.body ?? null,
-        state: (args.state ?? 'approved').toUpperCase() as ReviewRecord['state'],
-        commitId: issue.pull.headSha,
-        submittedAt: isoNow(),
-      };
+      const record =
+        review ??
+        newReviewRecord(ctx.store, repo, { number: issue.number, headSha: issue.pull.headSha }, args);
       return envelope(t.reviewSubmitted, repo, args.reviewer, {
         action: 'submitted',
         review: ctx.objects.review(repo, record, 'webhook'),

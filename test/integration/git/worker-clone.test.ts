@@ -1,8 +1,6 @@
-import { execFile } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { extract } from 'tar-stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { isAppError } from '../../../src/app-error.js';
@@ -11,25 +9,13 @@ import { archiveTrackedFiles } from '../../../src/git/archive-tracked-files.js';
 import { cloneRepository } from '../../../src/git/clone-repository.js';
 import { commitChanges } from '../../../src/git/commit-changes.js';
 import { pushBranch } from '../../../src/git/push-branch.js';
+import { createFixtureGit } from '../../helpers/fixture-git.js';
 
-const exec = promisify(execFile);
 const HUMAN = { name: 'Ada Human', email: 'ada@example.test' };
 const APP = { name: 'frognano[bot]', email: '7+frognano[bot]@users.noreply.ghe.test' };
 
 /** Plain git for arranging fixtures (not the code under test). */
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: cwd,
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_AUTHOR_NAME: HUMAN.name,
-    GIT_AUTHOR_EMAIL: HUMAN.email,
-    GIT_COMMITTER_NAME: HUMAN.name,
-    GIT_COMMITTER_EMAIL: HUMAN.email,
-  };
-  return (await exec('git', args, { cwd, env })).stdout;
-}
+const git = createFixtureGit({ identity: HUMAN });
 
 let root: string;
 let bare: string;

@@ -1,28 +1,23 @@
-import { ProbotOctokit } from 'probot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishPullRequest } from '../../../src/github-app/pull-request.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import type { GitHubClient } from '../../../src/pipeline/github-client.js';
 import { NEEDS_REVIEW_LABEL, type PullRequestRequest } from '../../../src/pipeline/publish-change.js';
 import { startGheStandin, type GheStandin } from '../../helpers/ghe-standin/index.js';
+import { installationOctokit, type InstallationOctokit } from '../../helpers/installation-octokit.js';
 
 const OWNER = 'octo-org';
 const REPO = 'calc';
 const logger = createSilentLogger();
 
 let ghe: GheStandin;
-let octokit: InstanceType<typeof ProbotOctokit>;
+let octokit: InstallationOctokit;
 
 beforeAll(async () => {
   ghe = await startGheStandin();
   await ghe.createRepo(OWNER, REPO, { files: { 'calc.py': 'x = 1\n' } });
   ghe.setPermission(OWNER, REPO, 'alice', 'write');
-  octokit = new ProbotOctokit({
-    baseUrl: ghe.apiUrl,
-    auth: { appId: ghe.appId, privateKey: ghe.privateKey, installationId: ghe.installationId },
-    throttle: { enabled: false },
-    retry: { enabled: false },
-  });
+  octokit = installationOctokit(ghe);
 });
 
 afterAll(async () => {

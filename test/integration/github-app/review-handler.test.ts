@@ -1,4 +1,3 @@
-import { ProbotOctokit } from 'probot';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHumanReviewCheck, HUMAN_REVIEW_CHECK_NAME } from '../../../src/github-app/check-run.js';
 import {
@@ -7,13 +6,14 @@ import {
 } from '../../../src/github-app/review-handler.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import { startGheStandin, type GheStandin } from '../../helpers/ghe-standin/index.js';
+import { installationOctokit, type InstallationOctokit } from '../../helpers/installation-octokit.js';
 
 const OWNER = 'octo-org';
 const REPO = 'calc';
 const logger = createSilentLogger();
 
 let ghe: GheStandin;
-let octokit: InstanceType<typeof ProbotOctokit>;
+let octokit: InstallationOctokit;
 
 beforeAll(async () => {
   ghe = await startGheStandin();
@@ -21,12 +21,7 @@ beforeAll(async () => {
   ghe.setPermission(OWNER, REPO, 'maya', 'maintain');
   ghe.setPermission(OWNER, REPO, 'wendy', 'write');
   ghe.setPermission(OWNER, REPO, 'rita', 'read');
-  octokit = new ProbotOctokit({
-    baseUrl: ghe.apiUrl,
-    auth: { appId: ghe.appId, privateKey: ghe.privateKey, installationId: ghe.installationId },
-    throttle: { enabled: false },
-    retry: { enabled: false },
-  });
+  octokit = installationOctokit(ghe);
 });
 
 afterAll(async () => {

@@ -1,35 +1,36 @@
-import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadEnv, type AppEnv } from '../../../src/config/env.js';
+import type { AppEnv } from '../../../src/config/env.js';
 import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
 import { NOTICE_MARKER } from '../../../src/github-app/issues-labeled.js';
 import { startServer, type RunningServer } from '../../../src/github-app/server.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
-import { startGheStandin, type GheStandin } from '../../helpers/ghe-standin/index.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../helpers/scripted-model-server.js';
-import { closedPort, connectTestRedis, deletePrefix, uniquePrefix, waitFor } from '../queue/redis-helper.js';
+import type { GheStandin } from '../../helpers/ghe-standin/index.js';
+import { startWebhookFixture, type WebhookFixture } from '../../helpers/webhook-fixture.js';
+import { closedPort, deletePrefix, uniquePrefix, waitFor } from '../queue/redis-helper.js';
 
 const OWNER = 'octo-org';
 const REPO = 'calc';
 
+let fixture: WebhookFixture;
 let ghe: GheStandin;
-let model: ScriptedModelServer;
-let redis: Redis;
 let prefix: string;
 let server: RunningServer;
 
 function envFor(overrides: Record<string, string> = {}): AppEnv {
-  return loadEnv({
-    APP_ID: String(ghe.appId),
-    PRIVATE_KEY: ghe.privateKey,
-    WEBHOOK_SECRET: ghe.webhookSecret,
-    GHE_HOST: ghe.host,
-    GHE_PROTOCOL: 'http',
-    QUEUE_PREFIX: prefix,
-    MODEL_URL: model.url,
-    LOG_LEVEL: 'silent',
-    SHUTDOWN_TIMEOUT_MS: '2000',
-    ...overrides,
+  return fixture.envFor(prefix, { SHUTDOWN_TIMEOUT_MS: '2000', ...overrides });
+}
+
+/** Start `serve` on this test's queue (replacing the one of `beforeEach` when a test needs other settings). */
+function startTestServer(
+  overrides: Record<string, string> = {},
+  options: { redisReadyTimeoutMs?: number } = {},
+): Promise<RunningServer> {
+  return startServer({
+    env: envFor(overrides),
+    logger: createSilentLogger(),
+    port: 0,
+    host: '127.0.0.1',
+    ...options,
   });
 }
 
@@ -42,29 +43,26 @@ function total(counts: Record<string, number>): number {
 }
 
 beforeAll(async () => {
-  redis = await connectTestRedis();
-  ghe = await startGheStandin();
-  model = await startScriptedModelServer({ script: [] });
-  await ghe.createRepo(OWNER, REPO);
-  ghe.setPermission(OWNER, REPO, 'alice', 'write');
-  ghe.setPermission(OWNER, REPO, 'rita', 'read');
-  ghe.setPermission(OWNER, REPO, 'trish', 'triage');
+  fixture = await startWebhookFixture({
+    owner: OWNER,
+    repo: REPO,
+    roles: { alice: 'write', rita: 'read', trish: 'triage' },
+  });
+  ghe = fixture.ghe;
 });
 
 afterAll(async () => {
-  await ghe?.close();
-  await model?.close();
-  redis?.disconnect();
+  await fixture?.close();
 });
 
 beforeEach(async () => {
   prefix = uniquePrefix('serve');
-  server = await startServer({ env: envFor(), logger: createSilentLogger(), port: 0, host: '127.0.0.1' });
+  server = await startTestServer();
 });
 
 afterEach(async () => {
   await server.close();
-  await deletePrefix(redis, prefix);
+  await deletePrefix(fixture.redis, prefix);
   expect(ghe.state.errors).toEqual([]);
   expect(ghe.state.unhandled).toEqual([]);
 });
@@ -76,13 +74,7 @@ function newIssue(title = 'add() returns the wrong sum'): number {
 describe('serve: webhook route', () => {
   it('refuses a bad signature with 401 and queues nothing', async () => {
     const n = newIssue();
-    const payload = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const payload = fixture.labeled(n, 'alice');
     const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { secret: 'not-the-secret' });
     expect(res.status).toBe(401);
     expect(total(await jobCounts())).toBe(0);
@@ -100,13 +92,7 @@ describe('serve: webhook route', () => {
 
   it('queues a job for a writer: status comment "queued (position 1)", 👀, job data validated', async () => {
     const n = newIssue();
-    const payload = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const payload = fixture.labeled(n, 'alice');
     const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'd-1111' });
     expect(res.status).toBe(200);
 
@@ -137,7 +123,7 @@ describe('serve: webhook route', () => {
   it('answers a read-only or triage sender with a comment and queues nothing', async () => {
     for (const sender of ['rita', 'trish', 'stranger']) {
       const n = newIssue();
-      const payload = ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender, label: 'frognano' });
+      const payload = fixture.labeled(n, sender);
       const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload);
       expect(res.status).toBe(200);
       const comments = ghe.state.comments(OWNER, REPO, n);
@@ -150,13 +136,7 @@ describe('serve: webhook route', () => {
 
   it('creates one job when the same delivery arrives twice', async () => {
     const n = newIssue();
-    const payload = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const payload = fixture.labeled(n, 'alice');
     const first = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
     const second = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
     expect([first.status, second.status]).toEqual([200, 200]);
@@ -165,13 +145,7 @@ describe('serve: webhook route', () => {
 
     // Both at once: still one job.
     const m = newIssue();
-    const p2 = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: m,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const p2 = fixture.labeled(m, 'alice');
     const both = await Promise.all([
       ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
       ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
@@ -183,13 +157,7 @@ describe('serve: webhook route', () => {
 
   it('says so when a job for the issue is already queued (a new delivery)', async () => {
     const n = newIssue();
-    const payload = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const payload = fixture.labeled(n, 'alice');
     await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-1' });
     const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-2' });
     expect(res.status).toBe(200);
@@ -201,7 +169,7 @@ describe('serve: webhook route', () => {
 
   it('ignores other labels and bot senders without a word; refuses closed issues', async () => {
     const n = newIssue();
-    const other = ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'bug' });
+    const other = fixture.labeled(n, 'alice', 'bug');
     expect((await ghe.sendWebhook(server.webhookUrl, 'issues', other)).status).toBe(200);
     const byBot = ghe.makeIssuesLabeledPayload({
       owner: OWNER,
@@ -216,13 +184,7 @@ describe('serve: webhook route', () => {
 
     const closed = newIssue();
     ghe.closeIssue({ owner: OWNER, repo: REPO, issueNumber: closed, sender: 'alice' });
-    const onClosed = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: closed,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const onClosed = fixture.labeled(closed, 'alice');
     expect((await ghe.sendWebhook(server.webhookUrl, 'issues', onClosed)).status).toBe(200);
     expect(ghe.state.comments(OWNER, REPO, closed)[0]?.body).toContain('the issue is closed');
     expect(total(await jobCounts())).toBe(0);
@@ -230,13 +192,7 @@ describe('serve: webhook route', () => {
 
   it('removes a waiting job when the label is removed, and says who cancelled in the status comment', async () => {
     const n = newIssue();
-    const labeled = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const labeled = fixture.labeled(n, 'alice');
     await ghe.sendWebhook(server.webhookUrl, 'issues', labeled);
     expect(total(await jobCounts())).toBe(1);
 
@@ -257,13 +213,7 @@ describe('serve: webhook route', () => {
     expect(ghe.state.commentBodies(comments[0]!.id)).toHaveLength(2);
 
     // Labelling again afterwards starts a new job, in the same status comment.
-    const again = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const again = fixture.labeled(n, 'alice');
     expect((await ghe.sendWebhook(server.webhookUrl, 'issues', again)).status).toBe(200);
     expect(total(await jobCounts())).toBe(1);
     expect(ghe.state.comments(OWNER, REPO, n)).toHaveLength(1);
@@ -284,31 +234,27 @@ describe('serve: webhook route', () => {
     expect(ready.status).toBe(200);
     expect(body.checks.redis?.ok).toBe(true);
     expect(body.checks.model?.ok).toBe(true);
-    expect(model.modelListRequests).toBeGreaterThan(0);
+    expect(fixture.model.modelListRequests).toBeGreaterThan(0);
 
     const n = newIssue();
-    await ghe.sendWebhook(
-      server.webhookUrl,
-      'issues',
-      ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
-    );
+    await ghe.sendWebhook(server.webhookUrl, 'issues', fixture.labeled(n, 'alice'));
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/frognano_webhooks_total\{event="issues.labeled",result="queued"\} 1/);
     expect(metrics).toMatch(/frognano_queue_depth\{state="waiting"\} 1/);
   });
 
-  it('reports not ready when the model server does not answer', async () => {
+  it('stays ready when the model server does not answer, and reports it (webhooks are still queued)', async () => {
     await server.close();
-    server = await startServer({
-      env: envFor({ MODEL_URL: `http://127.0.0.1:${await closedPort()}/v1` }),
-      logger: createSilentLogger(),
-      port: 0,
-      host: '127.0.0.1',
-    });
+    server = await startTestServer({ MODEL_URL: `http://127.0.0.1:${await closedPort()}/v1` });
     const ready = await fetch(`${server.url}/readyz`);
-    expect(ready.status).toBe(503);
-    const body = (await ready.json()) as { checks: Record<string, { ok: boolean; detail?: string }> };
-    expect(body.checks.model?.ok).toBe(false);
+    expect(ready.status).toBe(200);
+    const body = (await ready.json()) as {
+      ready: boolean;
+      checks: Record<string, { ok: boolean; detail?: string; required?: boolean }>;
+    };
+    expect(body.ready).toBe(true);
+    expect(body.checks.model).toMatchObject({ ok: false, required: false });
+    expect(body.checks.model?.detail).toContain('/models failed');
     expect(body.checks.redis?.ok).toBe(true);
   });
 });
@@ -316,22 +262,13 @@ describe('serve: webhook route', () => {
 describe('serve: Redis unavailable', () => {
   it('answers 5xx and writes nothing on GitHub, so the delivery can be redelivered', async () => {
     await server.close();
-    server = await startServer({
-      env: envFor({ REDIS_URL: `redis://127.0.0.1:${await closedPort()}` }),
-      logger: createSilentLogger(),
-      port: 0,
-      host: '127.0.0.1',
-      redisReadyTimeoutMs: 200,
-    });
+    server = await startTestServer(
+      { REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
+      { redisReadyTimeoutMs: 200 },
+    );
     const n = newIssue();
     const before = ghe.state.commentHistory.length;
-    const payload = ghe.labelIssue({
-      owner: OWNER,
-      repo: REPO,
-      issueNumber: n,
-      sender: 'alice',
-      label: 'frognano',
-    });
+    const payload = fixture.labeled(n, 'alice');
     const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload);
     expect(res.status).toBeGreaterThanOrEqual(500);
     expect(res.status).toBeLessThan(600);

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DelayedError, Queue, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createConcurrencyLimiter, type ConcurrencyLimiter } from '../../../src/queue/concurrency-limiter.js';
+import { connectTestRedis } from './redis-helper.js';
 
 /**
  * The per-repository limit and global cap on real Redis (127.0.0.1:6379), alone and driving a real
@@ -11,28 +12,6 @@ import { createConcurrencyLimiter, type ConcurrencyLimiter } from '../../../src/
 const REDIS = { host: '127.0.0.1', port: 6379 };
 let redis: Redis;
 const prefixes: string[] = [];
-
-async function connect(): Promise<Redis> {
-  const client = new Redis({
-    ...REDIS,
-    lazyConnect: true,
-    connectTimeout: 2_000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
-  try {
-    await client.connect();
-    await client.ping();
-  } catch (err) {
-    client.disconnect();
-    throw new Error(
-      `Redis is not reachable at ${REDIS.host}:${REDIS.port} (${(err as Error).message}). ` +
-        'Start it with `redis-server --daemonize yes` or `docker run -d -p 6379:6379 redis:7`.',
-      { cause: err },
-    );
-  }
-  return client;
-}
 
 /** A limiter with a key prefix of its own (removed after the test). */
 function limiter(options: { globalLimit?: number; leaseMs?: number } = {}): ConcurrencyLimiter {
@@ -59,7 +38,7 @@ async function waitFor<T>(promise: Promise<T>, limitMs: number, what: string): P
 }
 
 beforeAll(async () => {
-  redis = await connect();
+  redis = await connectTestRedis();
 });
 afterEach(async () => {
   for (const prefix of prefixes.splice(0)) {

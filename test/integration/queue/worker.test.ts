@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadEnv, type AppEnv } from '../../../src/config/env.js';
+import type { AppEnv } from '../../../src/config/env.js';
 import { createInstallationClients } from '../../../src/github-app/github-client.js';
 import { startServer, type RunningServer } from '../../../src/github-app/server.js';
 import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
@@ -20,17 +20,16 @@ import {
   type JobWorkerOptions,
 } from '../../../src/queue/worker.js';
 import type { JobData } from '../../../src/queue/job-data.js';
-import { startGheStandin, type GheStandin } from '../../helpers/ghe-standin/index.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../helpers/scripted-model-server.js';
-import { connectTestRedis, deletePrefix, uniquePrefix, waitFor } from './redis-helper.js';
+import type { GheStandin } from '../../helpers/ghe-standin/index.js';
+import { startWebhookFixture, type WebhookFixture } from '../../helpers/webhook-fixture.js';
+import { deletePrefix, uniquePrefix, waitFor } from './redis-helper.js';
 
 const OWNER = 'octo-org';
 const REPO = 'calc';
 const logger = createSilentLogger();
 
+let stack: WebhookFixture;
 let ghe: GheStandin;
-let model: ScriptedModelServer;
-let admin: Redis;
 let prefix: string;
 let env: AppEnv;
 let server: RunningServer;
@@ -51,33 +50,21 @@ const summary = (jobId: string): RunSummary => ({
 });
 
 beforeAll(async () => {
-  admin = await connectTestRedis();
-  ghe = await startGheStandin();
-  model = await startScriptedModelServer({ script: [] });
-  await ghe.createRepo(OWNER, REPO);
-  ghe.setPermission(OWNER, REPO, 'alice', 'write');
-  ghe.setPermission(OWNER, REPO, 'trish', 'triage');
+  stack = await startWebhookFixture({
+    owner: OWNER,
+    repo: REPO,
+    roles: { alice: 'write', trish: 'triage' },
+  });
+  ghe = stack.ghe;
 });
 
 afterAll(async () => {
-  await ghe?.close();
-  await model?.close();
-  admin?.disconnect();
+  await stack?.close();
 });
 
 beforeEach(async () => {
   prefix = uniquePrefix('worker');
-  env = loadEnv({
-    APP_ID: String(ghe.appId),
-    PRIVATE_KEY: ghe.privateKey,
-    WEBHOOK_SECRET: ghe.webhookSecret,
-    GHE_HOST: ghe.host,
-    GHE_PROTOCOL: 'http',
-    QUEUE_PREFIX: prefix,
-    MODEL_URL: model.url,
-    LOG_LEVEL: 'silent',
-    JOB_BACKOFF_MS: '100',
-  });
+  env = stack.envFor(prefix, { JOB_BACKOFF_MS: '100' });
   server = await startServer({ env, logger, port: 0, host: '127.0.0.1' });
 });
 
@@ -86,7 +73,7 @@ afterEach(async () => {
   for (const w of workers.splice(0)) await w.close();
   for (const c of connections.splice(0)) await closeRedis(c);
   await server.close();
-  await deletePrefix(admin, prefix);
+  await deletePrefix(stack.redis, prefix);
   expect(ghe.state.errors).toEqual([]);
   expect(ghe.state.unhandled).toEqual([]);
 });
@@ -129,11 +116,7 @@ async function labelNewIssue(): Promise<number> {
     body: 'add(2,2) == 5',
     user: 'alice',
   }).number;
-  const res = await ghe.sendWebhook(
-    server.webhookUrl,
-    'issues',
-    ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
-  );
+  const res = await ghe.sendWebhook(server.webhookUrl, 'issues', stack.labeled(n, 'alice'));
   expect(res.status).toBe(200);
   return n;
 }
@@ -212,11 +195,7 @@ describe('worker', () => {
     expect(text).toMatch(/frognano_tokens_total\{kind="prompt"\} 1200/);
 
     // The per-issue guard was released: labelling again starts a new job, in the same comment.
-    await ghe.sendWebhook(
-      server.webhookUrl,
-      'issues',
-      ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
-    );
+    await ghe.sendWebhook(server.webhookUrl, 'issues', stack.labeled(n, 'alice'));
     await waitFor(() => calls.length === 2, 'second run');
     expect(statusComment(n).id).toBe(comment.id);
   });
@@ -266,7 +245,7 @@ describe('worker', () => {
     await waitFor(() => started, 'job started');
     const jobId = (await jobOf(n))[0]!.id!;
     // Write the request without publishing it.
-    await admin.set(
+    await stack.redis.set(
       server.jobs.keys.cancel(jobId),
       JSON.stringify({ by: 'alice', reason: 'the issue was closed', at: new Date().toISOString() }),
     );
@@ -464,11 +443,7 @@ describe('worker killed mid-job', () => {
     expect(statusComment(n).body).toContain('failed');
     await waitFor(async () => (await (await jobOf(n))[0]!.getState()) === 'failed', 'job failed');
     // The guard was released: a new labelling is accepted.
-    const res = await ghe.sendWebhook(
-      server.webhookUrl,
-      'issues',
-      ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
-    );
+    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', stack.labeled(n, 'alice'));
     expect(res.status).toBe(200);
     await waitFor(async () => (await jobOf(n)).length === 2, 'second job');
   });

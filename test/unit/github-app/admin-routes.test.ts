@@ -3,12 +3,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import express from 'express';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAdminPolicy } from '../../../src/config/policy.js';
 import { createStaticPolicyStore } from '../../../src/config/policy-store.js';
 import { parseRepoConfig, type LoadedRepoConfigs } from '../../../src/config/repo-config.js';
 import { createAdminRouter } from '../../../src/github-app/admin-routes.js';
+import { connectTestRedis } from '../../integration/queue/redis-helper.js';
 
 /**
  * The admin views behind HTTP Basic auth, served by a real express server on 127.0.0.1:0, with a
@@ -22,28 +22,6 @@ const bullPrefix = `frognano-test:{admin-${randomUUID()}}`;
 
 let queue: Queue;
 const servers: Server[] = [];
-
-async function assertRedis(): Promise<void> {
-  const client = new Redis({
-    ...REDIS,
-    lazyConnect: true,
-    connectTimeout: 2_000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-  });
-  try {
-    await client.connect();
-    await client.ping();
-  } catch (err) {
-    throw new Error(
-      `Redis is not reachable at ${REDIS.host}:${REDIS.port} (${(err as Error).message}). ` +
-        'Start it with `redis-server --daemonize yes` or `docker run -d -p 6379:6379 redis:7`.',
-      { cause: err },
-    );
-  } finally {
-    client.disconnect();
-  }
-}
 
 async function start(options: Partial<Parameters<typeof createAdminRouter>[0]> = {}): Promise<string> {
   const app = express();
@@ -74,7 +52,8 @@ const basic = (user: string, password: string): Record<string, string> => ({
 });
 
 beforeAll(async () => {
-  await assertRedis();
+  // Fails with how to start Redis when it is not reachable.
+  (await connectTestRedis()).disconnect();
   queue = new Queue(queueName, { connection: REDIS, prefix: bullPrefix });
   await queue.add('job', { hello: 'world' });
 });

@@ -10,6 +10,7 @@ import { checkPatch } from '../../../../src/pipeline/checks/check-patch.js';
 import { checkPatchLimits } from '../../../../src/pipeline/checks/patch-limits.js';
 import { readPatchedFileFacts } from '../../../../src/pipeline/checks/patched-file-facts.js';
 import { detectTestTampering } from '../../../../src/pipeline/checks/test-tampering.js';
+import { createFixtureGit } from '../../../helpers/fixture-git.js';
 
 /**
  * The patch checks on patches made by real git, in the form the sandbox produces them
@@ -19,20 +20,10 @@ import { detectTestTampering } from '../../../../src/pipeline/checks/test-tamper
 
 const exec = promisify(execFile);
 
-async function git(cwd: string, ...args: string[]): Promise<string> {
-  const env = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: cwd,
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_AUTHOR_NAME: 'T',
-    GIT_AUTHOR_EMAIL: 't@example.test',
-    GIT_COMMITTER_NAME: 'T',
-    GIT_COMMITTER_EMAIL: 't@example.test',
-  };
-  return (await exec('git', ['-c', 'core.quotepath=off', ...args], { cwd, env, maxBuffer: 64 * 1024 * 1024 }))
-    .stdout;
-}
+const git = createFixtureGit({
+  identity: { name: 'T', email: 't@example.test' },
+  config: ['core.quotepath=off'],
+});
 
 let root: string;
 let work: string;
