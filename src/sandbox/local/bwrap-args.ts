@@ -48,6 +48,8 @@ export interface HostLayout {
   rootDirs: string[];
   /** Entries of /etc (relative paths) that exist on this host and are bound read-only. */
   etcEntries: string[];
+  /** Whether `/usr/local` exists (it is then covered by an empty read-only tmpfs). */
+  usrLocal: boolean;
 }
 
 /** Inspect the host's `/` and `/etc` (cheap; the factory does it once). */
@@ -79,7 +81,11 @@ export async function probeHostLayout(): Promise<HostLayout> {
   } catch {
     // no /etc?
   }
-  return { rootSymlinks, rootDirs, etcEntries };
+  const usrLocal = await lstat('/usr/local').then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
+  return { rootSymlinks, rootDirs, etcEntries, usrLocal };
 }
 
 /** Inputs of {@link buildBwrapArgs}. All paths absolute. */
@@ -99,15 +105,20 @@ export interface BwrapArgsInput {
   nodePath: string;
   /** JSON configuration handed to the agent (argv). */
   agentConfig: string;
-  /** Size of the private /tmp (tmpfs) in MiB. */
+  /** Size of the private /tmp (tmpfs) in MiB; its pages count against the sandbox's memory cgroup. */
   tmpSizeMiB: number;
+  /** Size of the private /dev/shm (tmpfs) in MiB; counted like /tmp. */
+  shmSizeMiB: number;
   /** Keep the host's network namespace (testing/debugging only: the sandbox is then online). */
   shareNetwork: boolean;
 }
 
-/** Where the node binary is inside the sandbox: its own path when under /usr, else under AGENT_DIR. */
+/**
+ * Where the node binary is inside the sandbox: its own path when under /usr (but not /usr/local,
+ * which the sandbox does not see), else under AGENT_DIR.
+ */
 export function nodePathInside(nodePath: string): string {
-  return nodePath.startsWith('/usr/') ? nodePath : `${AGENT_DIR}/node`;
+  return nodePath.startsWith('/usr/') && !nodePath.startsWith('/usr/local/') ? nodePath : `${AGENT_DIR}/node`;
 }
 
 /**
@@ -115,11 +126,12 @@ export function nodePathInside(nodePath: string): string {
  *
  * - new user (uid/gid {@link SANDBOX_UID}, no capabilities), network (unless `shareNetwork`), PID,
  *   IPC, UTS and, where supported, cgroup namespaces; `--die-with-parent` and `--new-session`;
- * - a root of its own: `/usr` (and non-merged top-level system directories) read-only, the host's
- *   top-level symlinks (`/bin -> usr/bin`…) recreated, a minimal read-only `/etc`, fresh `/proc`
- *   and `/dev`, a private size-limited `/tmp` (tmpfs, also `/var/tmp` and `/dev/shm`), and the
- *   workspace read-write at its own path. Nothing else of the host (no /home, /root, /work, the
- *   host's /tmp, /run, /sys) is visible;
+ * - a root of its own: `/usr` (and non-merged top-level system directories) read-only with
+ *   `/usr/local` covered by an empty read-only tmpfs (what an admin installed by hand, other
+ *   tools' credentials and binaries, stays out), the host's top-level symlinks (`/bin -> usr/bin`…)
+ *   recreated, a minimal read-only `/etc`, fresh `/proc` and `/dev`, a private size-limited `/tmp`
+ *   (tmpfs, also `/var/tmp`) and `/dev/shm`, and the workspace read-write at its own path. Nothing
+ *   else of the host (no /home, /root, /work, the host's /tmp, /run, /sys) is visible;
  * - an environment built from scratch (`--clearenv`); commands get theirs from the agent.
  */
 export function buildBwrapArgs(input: BwrapArgsInput): string[] {
@@ -146,6 +158,7 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '/usr',
     '/usr',
   ];
+  if (input.layout.usrLocal) args.push('--tmpfs', '/usr/local', '--remount-ro', '/usr/local');
   for (const link of input.layout.rootSymlinks) args.push('--symlink', link.target, `/${link.name}`);
   for (const dir of input.layout.rootDirs) args.push('--ro-bind', `/${dir}`, `/${dir}`);
   args.push('--dir', '/etc');
@@ -160,7 +173,7 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--dev',
     '/dev',
     '--size',
-    String(input.tmpSizeMiB * 1024 * 1024),
+    String(input.shmSizeMiB * 1024 * 1024),
     '--tmpfs',
     '/dev/shm',
     '--size',

@@ -1,6 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants as fsConstants, existsSync } from 'node:fs';
-import { access, chmod, mkdir, mkdtemp, readdir, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  access,
+  chmod,
+  chown,
+  mkdir,
+  mkdtemp,
+  readdir,
+  realpath,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -27,28 +38,35 @@ import {
   sandboxEtcFiles,
   type HostLayout,
 } from './bwrap-args.js';
-import { createPidsCgroup, sweepStalePidsCgroups, type PidsCgroup } from './pids-cgroup.js';
+import { createSandboxCgroup, sweepStaleSandboxCgroups, type SandboxCgroup } from './sandbox-cgroup.js';
+import { createWorkspaceDisk, sweepStaleWorkspaceDisks, type WorkspaceDisk } from './workspace-disk.js';
 
 /**
  * Limits used when neither the factory's `defaultLimits` nor `create()` set them. What each one
- * really does in this driver:
+ * really does in this driver (`LocalSandbox.enforced` says which hold on this host; `doctor`
+ * lists them):
  *
  * - `cpuSeconds` → `RLIMIT_CPU` (bash `ulimit -t`) on every process a command starts, each
  *   counting its own CPU time (SIGXCPU, then SIGKILL). Enforced for root too.
- * - `memoryMiB` → `RLIMIT_AS` (`ulimit -v`) per process: virtual address space, not resident
- *   memory, so runtimes that reserve large regions up front (JVM heaps, wasm) need a higher value.
- *   Enforced for root too. There is no limit on the sandbox's total memory.
- * - `maxProcesses` → a per-sandbox cgroup `pids.max` (counts threads) where a writable pids
- *   controller exists (cgroup v1 `pids` hierarchy, or cgroup v2 with pids delegated), and
- *   `RLIMIT_NPROC` (`ulimit -u`) per user namespace. When the worker runs as root, RLIMIT_NPROC is
- *   NOT enforced (the kernel exempts host uid 0), so only the cgroup contains a fork bomb; without
- *   one a warning is logged at create() and the sandbox's `processLimit` says `none`.
+ * - `memoryMiB` → the memory of the WHOLE sandbox (all processes, page cache, and the tmpfs pages
+ *   of `/tmp` and `/dev/shm`, which the kernel charges to the writer's memory cgroup) through a
+ *   per-sandbox memory cgroup (v1 `memory.limit_in_bytes` + `memory.memsw.limit_in_bytes`, v2
+ *   `memory.max` + `memory.swap.max = 0`): over it the kernel OOM-kills a process of the sandbox.
+ *   Also `RLIMIT_AS` (`ulimit -v`) per process, so one oversized allocation fails with ENOMEM
+ *   (a MemoryError the model can read) before the OOM killer is needed; runtimes that reserve
+ *   large address ranges up front (JVM heaps, wasm) need a higher value.
+ * - `maxProcesses` → the cgroup's `pids.max` (counts threads), and `RLIMIT_NPROC` (`ulimit -u`)
+ *   per user namespace. The kernel does not apply RLIMIT_NPROC to host uid 0, which is one more
+ *   reason why a root worker runs sandboxes as an unprivileged host uid.
+ * - `diskMiB` → size of the workspace file system: a sparse ext4 image loop-mounted (`nosuid`,
+ *   `nodev`) for this sandbox, so a write beyond it fails inside with ENOSPC (needs root). A
+ *   `hostWorkdir` is the caller's directory and is not limited.
  * - `maxOutputBytes` → bytes kept of each of stdout and stderr per command (the rest is read and
  *   dropped, `outputTruncated` set).
- * - `diskMiB` → size of the private `/tmp` (and `/dev/shm`) tmpfs; the workspace itself is a host
- *   directory and is not limited.
  *
- * Wall-clock limits are per command (`ExecOptions.timeoutMs`), no default.
+ * `/tmp` is a tmpfs of a quarter of `memoryMiB` (at most {@link MAX_TMP_MIB}), `/dev/shm` one of a
+ * sixteenth (at most {@link MAX_SHM_MIB}); both count against `memoryMiB`. Wall-clock limits are
+ * per command (`ExecOptions.timeoutMs`), no default.
  */
 export const DEFAULT_LOCAL_LIMITS: Readonly<Required<Omit<SandboxLimits, 'diskMiB'>>> & { diskMiB: number } =
   {
@@ -58,6 +76,17 @@ export const DEFAULT_LOCAL_LIMITS: Readonly<Required<Omit<SandboxLimits, 'diskMi
     maxOutputBytes: 10 * 1024 * 1024,
     diskMiB: 2048,
   };
+
+/** Largest private `/tmp` of a sandbox, MiB. */
+export const MAX_TMP_MIB = 1024;
+/** Largest private `/dev/shm` of a sandbox, MiB. */
+export const MAX_SHM_MIB = 256;
+
+/**
+ * Host uid (and gid) that sandboxes run as when the worker runs as root: `nobody` by default. A
+ * dedicated uid that owns no file on the host is better (`SANDBOX_HOST_UID`).
+ */
+export const DEFAULT_SANDBOX_HOST_UID = 65534;
 
 /** Options of {@link createLocalSandboxFactory}. */
 export interface LocalSandboxFactoryOptions {
@@ -77,6 +106,36 @@ export interface LocalSandboxFactoryOptions {
   shareNetwork?: boolean;
   /** How long create() waits for the agent to start, in ms; default 20 000. */
   startTimeoutMs?: number;
+  /**
+   * What create() does when a whole-sandbox limit cannot be enforced on this host (no writable
+   * memory or pids cgroup, no size-limited workspace, no unprivileged uid for a root worker):
+   * `refuse` throws `SANDBOX_UNAVAILABLE` naming each one and its fix (the worker, unless
+   * `SANDBOX_ALLOW_UNLIMITED=true`); `warn` (default) goes on and calls `onUnenforced` once per
+   * factory (`frognano-bot run`, tests, `doctor`).
+   */
+  unenforcedLimits?: 'refuse' | 'warn';
+  /** Told the text of the warning once per factory in `warn` mode; default: logged at warn. */
+  onUnenforced?: (message: string) => void;
+  /**
+   * Host uid and gid the sandbox's processes run as when this process runs as root (bubblewrap is
+   * started through `setpriv`); default {@link DEFAULT_SANDBOX_HOST_UID}. Ignored for a non-root
+   * worker, whose sandboxes run as its own uid, and for a `hostWorkdir` (the caller's directory).
+   */
+  hostUid?: number;
+}
+
+/** Which of a local sandbox's limits and protections hold (see {@link DEFAULT_LOCAL_LIMITS}). */
+export interface LocalEnforcement {
+  /** Memory of the whole sandbox, tmpfs included (memory cgroup). */
+  memory: boolean;
+  /** Swap cannot stretch the memory limit. */
+  swap: boolean;
+  /** Number of processes of the whole sandbox (pids cgroup, or RLIMIT_NPROC for a non-root worker). */
+  processes: boolean;
+  /** Size of the workspace (its own file system). */
+  disk: boolean;
+  /** The sandbox runs as a host uid other than 0. */
+  unprivileged: boolean;
 }
 
 /** A sandbox of the local driver, with facts about how its limits are enforced. */
@@ -85,8 +144,14 @@ export interface LocalSandbox extends Sandbox {
   readonly processLimit: 'cgroup' | 'rlimit' | 'none';
   /** Pid on the host of the bubblewrap process (for diagnostics and leak tests). */
   readonly hostPid: number;
-  /** Host directory of the sandbox's pids cgroup, when it has one (diagnostics). */
-  readonly cgroupDir: string | undefined;
+  /** Host directories of the sandbox's cgroup (one per hierarchy), empty without one (diagnostics). */
+  readonly cgroupDirs: readonly string[];
+  /** Which limits hold for this sandbox. */
+  readonly enforced: LocalEnforcement;
+  /** Host uid the sandbox's processes run as. */
+  readonly hostUid: number;
+  /** Highest memory use of the whole sandbox so far, bytes (from its memory cgroup); undefined without one. */
+  peakMemoryBytes(): Promise<number | undefined>;
 }
 
 /** The factory of the local driver; its sandboxes are {@link LocalSandbox}es. */
@@ -134,13 +199,32 @@ function baseEnv(): Record<string, string> {
  * round trip instead of a new sandbox.
  *
  * `create()` throws {@link AppError} `SANDBOX_UNAVAILABLE` when bwrap is missing (the message says
- * to install the Debian package `bubblewrap`), the host cannot make the namespaces, or the agent
- * does not start within `startTimeoutMs`.
+ * to install the Debian package `bubblewrap`), the host cannot make the namespaces, the agent
+ * does not start within `startTimeoutMs`, or (with `unenforcedLimits: 'refuse'`) a whole-sandbox
+ * limit cannot be enforced here (the message names each one and its fix).
  */
 export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = {}): LocalSandboxFactory {
   const logger = options.logger ?? createSilentLogger();
   let layout: Promise<HostLayout> | undefined;
   let swept = false;
+  let warned = false;
+  const unenforced = (enforced: LocalEnforcement): void => {
+    const missing = describeUnenforced(enforced);
+    if (missing.length === 0) return;
+    if (options.unenforcedLimits === 'refuse') {
+      throw new AppError(
+        'SANDBOX_UNAVAILABLE',
+        `refusing to start a sandbox whose limits this host cannot enforce:\n  ${missing.join('\n  ')}\n` +
+          'Fix the host (run `frognano-bot doctor`), or set SANDBOX_ALLOW_UNLIMITED=true to run without these limits.',
+        { retryable: false, details: { enforced } },
+      );
+    }
+    if (warned) return;
+    warned = true;
+    const message = `these sandbox limits are NOT enforced on this host:\n  ${missing.join('\n  ')}`;
+    if (options.onUnenforced) options.onUnenforced(message);
+    else logger.warn({ enforced }, message);
+  };
   return {
     driver: 'local',
     async create(createOptions: CreateSandboxOptions): Promise<LocalSandbox> {
@@ -148,7 +232,8 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
       layout ??= probeHostLayout();
       if (!swept) {
         swept = true;
-        await sweepStalePidsCgroups(logger);
+        await sweepStaleSandboxCgroups(logger);
+        await sweepStaleWorkspaceDisks(options.workRoot ?? os.tmpdir(), logger);
       }
       const limits = {
         ...DEFAULT_LOCAL_LIMITS,
@@ -165,14 +250,86 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         nodePath: options.nodePath ?? (existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath),
         shareNetwork: options.shareNetwork === true,
         startTimeoutMs: options.startTimeoutMs ?? 20_000,
+        hostUid: options.hostUid ?? DEFAULT_SANDBOX_HOST_UID,
+        checkEnforced: unenforced,
         logger: logger.child({ sandbox: 'local', jobId: createOptions.jobId }),
       });
     },
   };
 }
 
+/**
+ * One line per limit or protection of {@link LocalEnforcement} that does not hold, with what the
+ * host needs for it (for the refusal, the warning and `doctor`). Empty when everything holds.
+ */
+export function describeUnenforced(enforced: LocalEnforcement): string[] {
+  const lines: string[] = [];
+  if (!enforced.memory)
+    lines.push(
+      'memory of the whole sandbox: needs a writable memory cgroup (run the worker as root with the cgroup v1 memory hierarchy, or delegate the cgroup v2 memory controller to it)',
+    );
+  else if (!enforced.swap)
+    lines.push(
+      'swap kept out of the memory limit: on cgroup v1 boot with swapaccount=1, or turn swap off (swapoff -a)',
+    );
+  if (!enforced.processes)
+    lines.push(
+      'number of processes: needs a writable pids cgroup (cgroup v1 pids hierarchy as root, or the cgroup v2 pids controller delegated)',
+    );
+  if (!enforced.disk)
+    lines.push(
+      'size of the workspace: needs root, loop devices (/dev/loop-control) and mke2fs (Debian package e2fsprogs)',
+    );
+  if (!enforced.unprivileged)
+    lines.push(
+      'an unprivileged host uid for the sandbox: the worker runs as root and setpriv (Debian package util-linux) is missing',
+    );
+  return lines;
+}
+
 function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
   return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Throw `SANDBOX_UNAVAILABLE` unless the host uid/gid can traverse every directory above each
+ * path: bubblewrap runs as that uid and must reach what it binds. The private directory itself is
+ * 0700 and owned by that uid; its parents need only `x` (e.g. 0711), not read.
+ */
+async function assertReachable(paths: readonly string[], uid: number, gid: number): Promise<void> {
+  for (const target of paths) {
+    for (let dir = path.dirname(target); ; dir = path.dirname(dir)) {
+      const st = await stat(dir);
+      const ok =
+        st.uid === uid
+          ? (st.mode & 0o100) !== 0
+          : st.gid === gid
+            ? (st.mode & 0o010) !== 0
+            : (st.mode & 0o001) !== 0;
+      if (!ok) {
+        throw new AppError(
+          'SANDBOX_UNAVAILABLE',
+          `the sandbox runs as host uid ${uid}, which cannot traverse ${dir} to reach ${target}: allow it (chmod o+x ${dir}, 0711 is enough) or use a work directory below one it can traverse`,
+          { retryable: false },
+        );
+      }
+      if (dir === '/') break;
+    }
+  }
+}
+
+/** Absolute path of an executable of the system directories, or undefined. */
+async function findExecutable(name: string): Promise<string | undefined> {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    const candidate = path.join(dir, name);
+    try {
+      await access(candidate, fsConstants.X_OK);
+      return candidate;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
 }
 
 async function findBwrap(configured: string | undefined): Promise<string> {
@@ -208,6 +365,9 @@ interface StartParams {
   nodePath: string;
   shareNetwork: boolean;
   startTimeoutMs: number;
+  hostUid: number;
+  /** Throws (refuse mode) or warns when a limit does not hold; called before bwrap starts. */
+  checkEnforced: (enforced: LocalEnforcement) => void;
   logger: Logger;
 }
 
@@ -230,12 +390,15 @@ class LocalSandboxImpl implements LocalSandbox {
   readonly workdir: string;
   readonly processLimit: 'cgroup' | 'rlimit' | 'none';
   readonly hostPid: number;
-  readonly cgroupDir: string | undefined;
+  readonly cgroupDirs: readonly string[];
+  readonly enforced: LocalEnforcement;
+  readonly hostUid: number;
   readonly #child: ChildProcess;
   readonly #conn: AgentConnection;
   readonly #privateDir: string;
   readonly #removeWorkdir: boolean;
-  readonly #cgroup: PidsCgroup | undefined;
+  readonly #cgroup: SandboxCgroup | undefined;
+  readonly #disk: WorkspaceDisk | undefined;
   readonly #closed: Promise<void>;
   readonly #logger: Logger;
   readonly #maxOutputBytes: number;
@@ -247,7 +410,10 @@ class LocalSandboxImpl implements LocalSandbox {
     conn: AgentConnection;
     privateDir: string;
     removeWorkdir: boolean;
-    cgroup: PidsCgroup | undefined;
+    cgroup: SandboxCgroup | undefined;
+    disk: WorkspaceDisk | undefined;
+    enforced: LocalEnforcement;
+    hostUid: number;
     closed: Promise<void>;
     logger: Logger;
     maxOutputBytes: number;
@@ -260,7 +426,10 @@ class LocalSandboxImpl implements LocalSandbox {
     this.#privateDir = init.privateDir;
     this.#removeWorkdir = init.removeWorkdir;
     this.#cgroup = init.cgroup;
-    this.cgroupDir = init.cgroup?.dir;
+    this.#disk = init.disk;
+    this.cgroupDirs = init.cgroup?.dirs ?? [];
+    this.enforced = init.enforced;
+    this.hostUid = init.hostUid;
     this.#closed = init.closed;
     this.#logger = init.logger;
     this.#maxOutputBytes = init.maxOutputBytes;
@@ -288,13 +457,44 @@ class LocalSandboxImpl implements LocalSandbox {
         );
       }
     }
-    await mkdir(p.workRoot, { recursive: true });
+    await mkdir(p.workRoot, { recursive: true, mode: 0o700 });
+    // mkdtemp makes the directory 0700: nothing of the workspace is reachable for other host users.
     const privateDir = await mkdtemp(path.join(p.workRoot, `frognano-${safeJob}-`));
     const cleanupOnFailure: (() => Promise<void>)[] = [() => removeTree(privateDir, p.logger)];
     try {
+      await writeFile(path.join(privateDir, 'owner.pid'), `${process.pid}\n`);
+      const isRoot = process.getuid?.() === 0;
+      const setpriv = isRoot && p.hostWorkdir === undefined ? await findExecutable('setpriv') : undefined;
+      const uid = setpriv ? p.hostUid : (process.getuid?.() ?? 0);
+      const gid = setpriv ? p.hostUid : (process.getgid?.() ?? 0);
+      if (setpriv) {
+        await assertReachable([privateDir, AGENT_SCRIPT, p.nodePath], uid, gid);
+        await chown(privateDir, uid, gid);
+      }
+
+      const cgroup = await createSandboxCgroup(
+        path.basename(privateDir).replace(/^frognano-/, ''),
+        { memoryBytes: p.limits.memoryMiB * 1024 * 1024, maxProcesses: p.limits.maxProcesses },
+        p.logger,
+      );
+      if (cgroup) cleanupOnFailure.unshift(() => cgroup.remove());
+      let disk: WorkspaceDisk | undefined;
       if (hostWorkdir === undefined || workdir === undefined) {
-        hostWorkdir = path.join(privateDir, 'repo');
-        await mkdir(hostWorkdir);
+        disk = await createWorkspaceDisk({
+          privateDir,
+          sizeMiB: p.limits.diskMiB,
+          owner: { uid, gid },
+          logger: p.logger,
+        });
+        if (disk) {
+          const made = disk;
+          cleanupOnFailure.unshift(() => made.remove());
+          hostWorkdir = disk.dir;
+        } else {
+          hostWorkdir = path.join(privateDir, 'repo');
+          await mkdir(hostWorkdir);
+          if (setpriv) await chown(hostWorkdir, uid, gid);
+        }
         workdir = hostWorkdir;
       }
       const etcDir = path.join(privateDir, 'etc');
@@ -302,19 +502,15 @@ class LocalSandboxImpl implements LocalSandbox {
       for (const [name, text] of Object.entries(sandboxEtcFiles()))
         await writeFile(path.join(etcDir, name), text);
 
-      const cgroup = await createPidsCgroup(
-        path.basename(privateDir).replace(/^frognano-/, ''),
-        p.limits.maxProcesses,
-        p.logger,
-      );
-      if (cgroup) cleanupOnFailure.push(() => cgroup.remove());
-      const isRoot = process.getuid?.() === 0;
-      const processLimit = cgroup ? 'cgroup' : isRoot ? 'none' : 'rlimit';
-      if (processLimit === 'none') {
-        p.logger.warn(
-          'maxProcesses is not enforced: the worker runs as root and no writable cgroup pids controller was found, so a fork bomb in the sandbox is stopped only by its timeout',
-        );
-      }
+      const processLimit = cgroup?.enforced.processes ? 'cgroup' : uid === 0 ? 'none' : 'rlimit';
+      const enforced: LocalEnforcement = {
+        memory: cgroup?.enforced.memory === true,
+        swap: cgroup?.enforced.swap === true,
+        processes: processLimit !== 'none',
+        disk: disk !== undefined,
+        unprivileged: uid !== 0,
+      };
+      p.checkEnforced(enforced);
 
       const limitsFile = path.join(etcDir, 'limits.sh');
       await writeFile(limitsFile, limitsScript(p.limits));
@@ -328,15 +524,40 @@ class LocalSandboxImpl implements LocalSandbox {
         agentScript: AGENT_SCRIPT,
         nodePath: p.nodePath,
         agentConfig,
-        tmpSizeMiB: p.limits.diskMiB,
+        tmpSizeMiB: Math.max(16, Math.min(MAX_TMP_MIB, Math.floor(p.limits.memoryMiB / 4))),
+        shmSizeMiB: Math.max(8, Math.min(MAX_SHM_MIB, Math.floor(p.limits.memoryMiB / 16))),
         shareNetwork: p.shareNetwork,
       });
-      const [file, args] = cgroup
+      // bwrap under setpriv: the host uid of every sandbox process is an unprivileged one, no
+      // supplementary groups, no capabilities to inherit or regain (user namespaces still work).
+      const dropUid = setpriv
         ? [
-            '/bin/sh',
-            ['-c', CGROUP_LAUNCHER, 'frognano-launcher', '1', cgroup.procsFile, p.bwrapPath, ...bwrapArgs],
+            setpriv,
+            `--reuid=${uid}`,
+            `--regid=${gid}`,
+            '--clear-groups',
+            '--inh-caps=-all',
+            '--bounding-set=-all',
+            '--',
           ]
-        : [p.bwrapPath, bwrapArgs];
+        : [];
+      const procsFiles = cgroup?.procsFiles ?? [];
+      const [file, args] =
+        procsFiles.length > 0 || dropUid.length > 0
+          ? [
+              '/bin/sh',
+              [
+                '-c',
+                CGROUP_LAUNCHER,
+                'frognano-launcher',
+                String(procsFiles.length),
+                ...procsFiles,
+                ...dropUid,
+                p.bwrapPath,
+                ...bwrapArgs,
+              ],
+            ]
+          : [p.bwrapPath, bwrapArgs];
       const child = spawn(file, args, {
         stdio: ['pipe', 'pipe', 'pipe'],
         // Nothing of the worker's environment: bwrap's own process (pid 1 in the sandbox) keeps
@@ -411,7 +632,7 @@ class LocalSandboxImpl implements LocalSandbox {
       } finally {
         clearTimeout(timer);
       }
-      p.logger.debug({ workdir, hostPid: child.pid, processLimit }, 'sandbox started');
+      p.logger.debug({ workdir, hostPid: child.pid, enforced, hostUid: uid }, 'sandbox started');
       return new LocalSandboxImpl({
         workdir,
         child,
@@ -419,6 +640,9 @@ class LocalSandboxImpl implements LocalSandbox {
         privateDir,
         removeWorkdir: p.hostWorkdir === undefined,
         cgroup,
+        disk,
+        enforced,
+        hostUid: uid,
         closed,
         logger: p.logger,
         maxOutputBytes: p.limits.maxOutputBytes,
@@ -633,11 +857,16 @@ class LocalSandboxImpl implements LocalSandbox {
       if (!closed)
         this.#logger.warn({ hostPid: this.hostPid }, 'sandbox processes did not end within 5 s of SIGKILL');
       await this.#cgroup?.remove();
+      await this.#disk?.remove();
       await removeTree(this.#privateDir, this.#logger);
       this.#logger.debug({ removedWorkdir: this.#removeWorkdir }, 'sandbox destroyed');
     } catch (err) {
       this.#logger.warn({ err }, 'sandbox cleanup failed');
     }
+  }
+
+  async peakMemoryBytes(): Promise<number | undefined> {
+    return this.#cgroup?.peakMemoryBytes();
   }
 
   #named(p: string): string {

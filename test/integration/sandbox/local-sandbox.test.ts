@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,9 @@ import {
   type LocalSandbox,
   type LocalSandboxFactory,
 } from '../../../src/sandbox/local/local-sandbox.js';
+import { sweepStaleWorkspaceDisks } from '../../../src/sandbox/local/workspace-disk.js';
 import { SandboxFileError } from '../../../src/sandbox/sandbox.js';
+import { createSilentLogger } from '../../../src/observability/logger.js';
 import { describeSandboxContract } from '../../helpers/sandbox-contract.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -60,6 +62,8 @@ describe('local sandbox (bubblewrap only)', () => {
 
   beforeAll(async () => {
     workRoot = await mkdtemp(path.join(os.tmpdir(), 'frognano-local-test-'));
+    // A root worker's sandboxes run as an unprivileged uid, which must traverse (not list) it.
+    await chmod(workRoot, 0o711);
   });
 
   afterAll(async () => {
@@ -80,12 +84,13 @@ describe('local sandbox (bubblewrap only)', () => {
 
   it('makes a private workspace named repo and removes it on destroy', async () => {
     const sb = await create({ jobId: 'job/42' });
-    expect(sb.workdir).toMatch(new RegExp(`^${workRoot}/frognano-job-42-[^/]+/repo$`));
+    // <private dir>/disk/repo on the size-limited file system, <private dir>/repo without one.
+    expect(sb.workdir).toMatch(new RegExp(`^${workRoot}/frognano-job-42-[^/]+/(disk/)?repo$`));
     expect((await sb.exec('basename "$PWD"')).stdout.toString()).toBe('repo\n');
     await sb.writeFile('made.txt', 'x');
     expect(await readFile(path.join(sb.workdir, 'made.txt'), 'utf8')).toBe('x');
     await sb.destroy();
-    expect(existsSync(path.dirname(sb.workdir))).toBe(false);
+    expect(existsSync(sb.workdir.replace(/\/(disk\/)?repo$/, ''))).toBe(false);
   });
 
   it('binds hostWorkdir read-write at the same path and leaves it on destroy', async () => {
@@ -168,6 +173,7 @@ describe('local sandbox (bubblewrap only)', () => {
   it('leaves no process behind when the worker dies (--die-with-parent)', async () => {
     const tag = String(7000 + Math.floor(Math.random() * 2000));
     const dir = await mkdtemp(path.join(workRoot, 'orphan-'));
+    await chmod(dir, 0o711);
     const script = path.join(dir, 'worker.mts');
     const moduleUrl = new URL('../../../src/sandbox/local/local-sandbox.ts', import.meta.url).href;
     await writeFile(
@@ -176,7 +182,7 @@ describe('local sandbox (bubblewrap only)', () => {
         `import { createLocalSandboxFactory } from ${JSON.stringify(moduleUrl)};`,
         `const sb = await createLocalSandboxFactory({ workRoot: ${JSON.stringify(dir)} }).create({ jobId: 'orphan' });`,
         `await sb.exec('sleep ${tag} > /dev/null 2>&1 &');`,
-        `console.log(JSON.stringify({ hostPid: sb.hostPid, cgroupDir: sb.cgroupDir }));`,
+        `console.log(JSON.stringify({ hostPid: sb.hostPid, cgroupDirs: sb.cgroupDirs }));`,
         `setInterval(() => undefined, 1000);`,
       ].join('\n'),
     );
@@ -199,7 +205,7 @@ describe('local sandbox (bubblewrap only)', () => {
         });
         worker.once('exit', (code) => reject(new Error(`worker exited (${code}): ${err}`)));
       });
-      const { hostPid, cgroupDir } = JSON.parse(line) as { hostPid: number; cgroupDir?: string };
+      const { hostPid, cgroupDirs } = JSON.parse(line) as { hostPid: number; cgroupDirs: string[] };
       expect(alive(hostPid)).toBe(true);
       expect(await hostProcesses(['sleep', tag])).toHaveLength(1);
       worker.kill('SIGKILL');
@@ -208,8 +214,8 @@ describe('local sandbox (bubblewrap only)', () => {
         async () => !alive(hostPid) && (await hostProcesses(['sleep', tag])).length === 0,
         10_000,
       );
-      // The killed worker could not clean up; its empty cgroup is ours to remove.
-      if (cgroupDir)
+      // The killed worker could not clean up; its empty cgroups are ours to remove.
+      for (const cgroupDir of cgroupDirs)
         await waitFor(
           'the orphan cgroup to be removable',
           () =>
@@ -219,6 +225,11 @@ describe('local sandbox (bubblewrap only)', () => {
             ),
           5_000,
         );
+      // Its workspace file system too: the next factory's sweep unmounts it (owner pid gone).
+      await sweepStaleWorkspaceDisks(dir, createSilentLogger());
+      const mounts = await readFile('/proc/self/mountinfo', 'utf8');
+      expect(mounts).not.toContain(`${dir}/`);
+      expect((await readdir(dir)).filter((n) => n.startsWith('frognano-'))).toEqual([]);
     } finally {
       worker.kill('SIGKILL');
     }

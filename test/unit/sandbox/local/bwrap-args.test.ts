@@ -10,6 +10,7 @@ const input: BwrapArgsInput = {
     rootSymlinks: [{ name: 'bin', target: 'usr/bin' }],
     rootDirs: ['lib64'],
     etcEntries: ['ld.so.cache', 'alternatives'],
+    usrLocal: true,
   },
   hostWorkdir: '/srv/real/repo',
   workdir: '/tmp/frognano-1-abc/repo',
@@ -19,6 +20,7 @@ const input: BwrapArgsInput = {
   nodePath: '/usr/bin/node',
   agentConfig: '{}',
   tmpSizeMiB: 64,
+  shmSizeMiB: 16,
   shareNetwork: false,
 };
 
@@ -52,6 +54,10 @@ describe('buildBwrapArgs', () => {
     expect(has(args, '--ro-bind', '/etc/ld.so.cache', '/etc/ld.so.cache')).toBe(true);
     expect(has(args, '--bind', '/srv/real/repo', '/tmp/frognano-1-abc/repo')).toBe(true);
     expect(has(args, '--size', String(64 * 1024 * 1024), '--tmpfs', '/tmp')).toBe(true);
+    expect(has(args, '--size', String(16 * 1024 * 1024), '--tmpfs', '/dev/shm')).toBe(true);
+    // /usr/local is covered by an empty read-only tmpfs, after /usr is bound.
+    expect(has(args, '--tmpfs', '/usr/local', '--remount-ro', '/usr/local')).toBe(true);
+    expect(args.indexOf('/usr/local')).toBeGreaterThan(args.indexOf('/usr'));
     // The workspace bind comes after the /tmp tmpfs, or the tmpfs would hide it.
     expect(args.indexOf('--bind')).toBeGreaterThan(args.lastIndexOf('/tmp'));
     const writable = args.flatMap((a, i) => (a === '--bind' ? [args[i + 2]] : []));
@@ -65,10 +71,12 @@ describe('buildBwrapArgs', () => {
     expect(buildBwrapArgs({ ...input, shareNetwork: true })).not.toContain('--unshare-net');
   });
 
-  it('binds a node binary from outside /usr into the agent directory', () => {
-    const args = buildBwrapArgs({ ...input, nodePath: '/opt/node/bin/node' });
-    expect(has(args, '--ro-bind', '/opt/node/bin/node', '/run/frognano/node')).toBe(true);
-    expect(args.slice(args.indexOf('--') + 1, args.indexOf('--') + 2)).toEqual(['/run/frognano/node']);
+  it('binds a node binary from outside /usr, or from the hidden /usr/local, into the agent directory', () => {
+    for (const nodePath of ['/opt/node/bin/node', '/usr/local/bin/node']) {
+      const args = buildBwrapArgs({ ...input, nodePath });
+      expect(has(args, '--ro-bind', nodePath, '/run/frognano/node')).toBe(true);
+      expect(args.slice(args.indexOf('--') + 1, args.indexOf('--') + 2)).toEqual(['/run/frognano/node']);
+    }
   });
 });
 
