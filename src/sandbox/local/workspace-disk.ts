@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chown, mkdir, open, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, open, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from '../../observability/logger.js';
@@ -88,6 +88,8 @@ export async function createWorkspaceDisk(options: WorkspaceDiskOptions): Promis
       env: SYSTEM_PATH,
     });
     mounted = true;
+    // The file system's root replaces the mount point: 0700 like every folder around a workspace.
+    await chmod(mountPoint, 0o700);
     const dir = path.join(mountPoint, 'repo');
     await mkdir(dir, { mode: 0o755 });
     await chown(dir, options.owner.uid, options.owner.gid);
