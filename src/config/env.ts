@@ -50,6 +50,19 @@ export interface AppEnv {
   sandboxImage: string | null;
   sandboxServiceAccount: string | null;
   sandboxRuntimeClass: string | null;
+  /**
+   * Local driver: start sandboxes even when this host cannot enforce their whole-sandbox limits
+   * (memory, processes, workspace size, unprivileged uid). False: the worker refuses them.
+   */
+  sandboxAllowUnlimited: boolean;
+  /** Local driver: host uid (and gid) that sandboxes run as when the worker runs as root. */
+  sandboxHostUid: number;
+  /**
+   * What the egress probe in every sandbox that runs model or repository code must NOT reach:
+   * SANDBOX_EGRESS_PROBE_TARGETS, where `default` stands for the GitHub host (web and API), the
+   * model server, Redis and the Kubernetes API server.
+   */
+  egressProbeTargets: readonly { name: string; url: string }[];
   /** Jobs one worker process runs at the same time. */
   workerConcurrency: number;
   /**
@@ -270,6 +283,57 @@ export const ENV_SPECS = {
     { description: 'RuntimeClass of the sandbox pods, e.g. `gvisor`. Unset: the cluster default.' },
     z.string().min(1),
   ),
+  SANDBOX_ALLOW_UNLIMITED: spec(
+    'SANDBOX_ALLOW_UNLIMITED',
+    {
+      default: 'false',
+      description:
+        'Driver `local`: `true` starts sandboxes even where this host cannot enforce their whole-sandbox limits (memory incl. /tmp, processes, workspace size, unprivileged uid); `false` refuses them. `frognano-bot doctor` lists what holds and the fixes.',
+    },
+    z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
+  ),
+  SANDBOX_HOST_UID: spec(
+    'SANDBOX_HOST_UID',
+    {
+      default: '65534',
+      description:
+        'Driver `local`, worker running as root: the host uid and gid sandboxes run as. Best a uid of its own that owns no file.',
+    },
+    int(1, 2 ** 31 - 2),
+  ),
+  SANDBOX_EGRESS_PROBE_TARGETS: spec(
+    'SANDBOX_EGRESS_PROBE_TARGETS',
+    {
+      default: 'default',
+      description:
+        'Comma-separated URLs (or `name=URL`) that every sandbox running model or repository code must not reach; a reachable one stops the job. `default` stands for the GitHub host (web and API), MODEL_URL, REDIS_URL and the Kubernetes API server, e.g. `default,metadata=http://169.254.169.254`.',
+    },
+    z.string().transform((text, ctx) => {
+      const items: ({ name: string; url: string } | 'default')[] = [];
+      for (const raw of text
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean)) {
+        if (raw === 'default') {
+          items.push('default');
+          continue;
+        }
+        const eq = raw.indexOf('=');
+        const named = eq > 0 && !raw.slice(0, eq).includes(':');
+        const name = named ? raw.slice(0, eq) : raw;
+        const value = named ? raw.slice(eq + 1) : raw;
+        let parsed: URL;
+        try {
+          parsed = new URL(value);
+        } catch {
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(raw)} is not a URL or name=URL` });
+          continue;
+        }
+        items.push({ name: named ? name : parsed.host, url: value });
+      }
+      return items;
+    }),
+  ),
   WORKER_CONCURRENCY: spec(
     'WORKER_CONCURRENCY',
     { default: '2', description: 'Jobs one worker process runs at the same time.' },
@@ -468,6 +532,8 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
 
   const gheHost = p.GHE_HOST ?? null;
   const protocol = p.GHE_PROTOCOL ?? 'https';
+  const githubWebUrl = gheHost ? `${protocol}://${gheHost}` : 'https://github.com';
+  const githubApiUrl = gheHost ? `${protocol}://${gheHost}/api/v3` : 'https://api.github.com';
   return Object.freeze({
     appId: p.APP_ID!,
     privateKey: privateKey!,
@@ -475,8 +541,8 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     webhookPath: p.WEBHOOK_PATH!,
     gheHost,
     gheProtocol: protocol,
-    githubApiUrl: gheHost ? `${protocol}://${gheHost}/api/v3` : 'https://api.github.com',
-    githubWebUrl: gheHost ? `${protocol}://${gheHost}` : 'https://github.com',
+    githubApiUrl,
+    githubWebUrl,
     redisUrl: p.REDIS_URL!,
     queuePrefix: p.QUEUE_PREFIX!,
     queueName: p.QUEUE_NAME!,
@@ -491,6 +557,21 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     sandboxImage: p.SANDBOX_IMAGE ?? null,
     sandboxServiceAccount: p.SANDBOX_SERVICE_ACCOUNT ?? null,
     sandboxRuntimeClass: p.SANDBOX_RUNTIME_CLASS ?? null,
+    sandboxAllowUnlimited: p.SANDBOX_ALLOW_UNLIMITED!,
+    sandboxHostUid: p.SANDBOX_HOST_UID!,
+    egressProbeTargets: Object.freeze(
+      (p.SANDBOX_EGRESS_PROBE_TARGETS ?? ['default']).flatMap((t) =>
+        t === 'default'
+          ? defaultEgressTargets({
+              githubWebUrl,
+              githubApiUrl,
+              modelUrl: p.MODEL_URL!,
+              redisUrl: p.REDIS_URL!,
+              env,
+            })
+          : [t],
+      ),
+    ),
     workerConcurrency: p.WORKER_CONCURRENCY!,
     maxConcurrentJobs: p.MAX_CONCURRENT_JOBS!,
     triggerLabel: p.TRIGGER_LABEL!,
@@ -509,6 +590,33 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     cancelPollMs: p.CANCEL_POLL_MS!,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_MS!,
   });
+}
+
+/**
+ * The default egress probe targets: the GitHub host (web, and the API when on another host), the
+ * model server, Redis, and the Kubernetes API server — in a pod the address Kubernetes gives every
+ * container (`KUBERNETES_SERVICE_HOST`/`_PORT`), else the in-cluster name `kubernetes.default.svc`.
+ */
+export function defaultEgressTargets(input: {
+  githubWebUrl: string;
+  githubApiUrl: string;
+  modelUrl: string;
+  redisUrl: string;
+  env: NodeJS.ProcessEnv;
+}): { name: string; url: string }[] {
+  const targets = [{ name: 'github', url: input.githubWebUrl }];
+  if (new URL(input.githubApiUrl).host !== new URL(input.githubWebUrl).host)
+    targets.push({ name: 'github-api', url: input.githubApiUrl });
+  targets.push({ name: 'model-server', url: input.modelUrl }, { name: 'redis', url: input.redisUrl });
+  const kubeHost = input.env.KUBERNETES_SERVICE_HOST?.trim();
+  const kubePort = input.env.KUBERNETES_SERVICE_PORT?.trim() || '443';
+  targets.push({
+    name: 'kubernetes-api',
+    url: kubeHost
+      ? `https://${kubeHost.includes(':') ? `[${kubeHost}]` : kubeHost}:${kubePort}`
+      : 'https://kubernetes.default.svc',
+  });
+  return targets;
 }
 
 function isAdmin(problem: string): boolean {

@@ -21,9 +21,9 @@ export interface PrepareSandboxOptions {
   /** Makes the tar stream of the repository's tracked files (no `.git`); called once. */
   tree: () => Readable;
   /**
-   * Checks that the new, still empty sandbox cannot reach the network (the GitHub host, the model
-   * server); throws (AppError `EGRESS_NOT_BLOCKED`) if it can. Runs before any repository content
-   * is copied in.
+   * Checks that the new, still empty sandbox cannot reach the network (the egress probe targets:
+   * the GitHub host, the model server, Redis, the Kubernetes API server…); throws (AppError
+   * `EGRESS_NOT_BLOCKED`) if it can. Runs before any repository content is copied in.
    */
   assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** Command run after the base commit (offline; e.g. a build from vendored dependencies); `null` = none. */

@@ -13,7 +13,7 @@ import type { ChatModel } from '../llm/chat-model.js';
 import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
-import { assertEgressBlocked } from '../sandbox/egress-probe.js';
+import { assertEgressBlocked, type EgressTarget } from '../sandbox/egress-probe.js';
 import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
 import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
 import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
@@ -81,6 +81,13 @@ export interface RunJobDeps {
   patchLimits?: Partial<PatchLimits>;
   /** Base URL of the model server, probed from inside the sandbox (it must NOT be reachable there). */
   modelUrl: string;
+  /**
+   * What the egress probe of every sandbox that runs model or repository code (the agent's, and
+   * each test run's) must not reach; one that answers stops the job (`EGRESS_NOT_BLOCKED`).
+   * Default: the GitHub host (`gitBaseUrl`) and the model server (`modelUrl`); the worker passes
+   * SANDBOX_EGRESS_PROBE_TARGETS (which adds Redis and the Kubernetes API server).
+   */
+  egressProbeTargets?: readonly EgressTarget[];
   /** Where temporary clones are made (one folder per job, removed at the end). */
   workDir: string;
   /** Trajectory store folder: `<dir>/<jobId>/trajectory.json` and test logs. */
@@ -186,6 +193,12 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
 
+    const probeTargets = deps.egressProbeTargets ?? [
+      { name: 'github', url: deps.gitBaseUrl },
+      { name: 'model-server', url: deps.modelUrl },
+    ];
+    const assertOffline = (s: Sandbox): Promise<void> => assertEgressBlocked(s, probeTargets);
+
     // 2. The agent, once per attempt, in parallel sandboxes.
     const count = bestOfN(policy);
     const stepsDone = new Map<number, number>();
@@ -197,11 +210,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         sandboxFactory: deps.sandboxFactory,
         sandboxId: count === 1 ? jobId : `${jobId}-a${attempt}`,
         tree: () => archiveTrackedFiles(dir, { signal }),
-        assertOffline: (s) =>
-          assertEgressBlocked(s, [
-            { name: 'github', url: deps.gitBaseUrl },
-            { name: 'model-server', url: deps.modelUrl },
-          ]),
+        assertOffline,
         setupCommand: policy.setupCommand,
         signal,
         logger: attemptLogger,
@@ -288,6 +297,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           patch: a.trajectory?.patch ?? '',
           jobId,
           sandboxFactory: deps.sandboxFactory,
+          assertOffline,
           testCommand: policy.testCommand,
           setupCommand: policy.setupCommand,
           testTimeoutMs: deps.testTimeoutMs,

@@ -51,6 +51,11 @@ export interface RunTestsOptions {
   sandboxId: string;
   /** Makes the tar stream of the tree to test (called once). */
   tree: () => Readable;
+  /**
+   * Checks that the new, still empty sandbox cannot reach the network (the repository's tests are
+   * untrusted code too); throws (AppError `EGRESS_NOT_BLOCKED`) if it can, which ends the job.
+   */
+  assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** Test command from the configuration; `null` = detect it from the tree's files. */
   testCommand: string | null;
   /** Command run before the tests (e.g. an install from a vendored cache); `null` = none. */
@@ -72,8 +77,8 @@ export interface RunTestsOptions {
  * it is destroyed; the command shown to people stays the configured or detected one.
  *
  * @returns the result, or `null` when no test command is configured and none could be detected.
- * @throws AppError `CANCELLED` when `signal` aborted; sandbox errors (`SANDBOX_UNAVAILABLE`,
- *   `SANDBOX_COPY_FAILED`, …) as thrown by the driver.
+ * @throws AppError `CANCELLED` when `signal` aborted; `EGRESS_NOT_BLOCKED` from `assertOffline`;
+ *   sandbox errors (`SANDBOX_UNAVAILABLE`, `SANDBOX_COPY_FAILED`, …) as thrown by the driver.
  */
 export async function runTests(options: RunTestsOptions): Promise<TestRun | null> {
   const { signal, logger } = options;
@@ -81,6 +86,8 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
   const started = Date.now();
   const sandbox = await options.sandboxFactory.create({ jobId: options.sandboxId });
   try {
+    await options.assertOffline(sandbox);
+    throwIfCancelled(signal);
     const tree = options.tree();
     try {
       await sandbox.copyIn(tree);

@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { AppError } from '../app-error.js';
 import type { Sandbox } from './sandbox.js';
 
@@ -5,8 +7,50 @@ import type { Sandbox } from './sandbox.js';
 export interface EgressTarget {
   /** Name for messages and logs (`github`, `model-server`). */
   name: string;
-  /** URL whose host and port are probed (`https:` → 443 and `http:` → 80 unless a port is given). */
+  /**
+   * URL whose host and port are probed; without a port: `https:`/`wss:` → 443, `http:`/`ws:` → 80,
+   * `redis:`/`rediss:` → 6379 (https://www.iana.org/assignments/service-names-port-numbers).
+   */
   url: string;
+}
+
+const DEFAULT_PORTS: Readonly<Record<string, number>> = {
+  'https:': 443,
+  'wss:': 443,
+  'http:': 80,
+  'ws:': 80,
+  'redis:': 6379,
+  'rediss:': 6379,
+};
+
+/** Options of {@link probeEgress}. */
+export interface ProbeEgressOptions {
+  /** Bound on the probe inside the sandbox, ms; default 5000. */
+  timeoutMs?: number;
+  /**
+   * Resolves a host name on the worker's side to its addresses, which are probed besides the name:
+   * a sandbox without DNS could still reach an address. Default `dns.lookup` (all addresses),
+   * bounded by 2 s; a name that does not resolve is probed by name only.
+   */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+const RESOLVE_TIMEOUT_MS = 2_000;
+
+async function resolveAll(host: string): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      lookup(host, { all: true }).then((list) => list.map((a) => a.address)),
+      new Promise<string[]>((resolve) => {
+        timer = setTimeout(() => resolve([]), RESOLVE_TIMEOUT_MS);
+      }),
+    ]);
+  } catch {
+    return [];
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Outcome of {@link probeEgress}. */
@@ -50,8 +94,13 @@ export function egressEndpoint(target: EgressTarget): { host: string; port: numb
     });
   }
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const port =
-    url.port !== '' ? Number(url.port) : url.protocol === 'http:' || url.protocol === 'ws:' ? 80 : 443;
+  const port = url.port !== '' ? Number(url.port) : DEFAULT_PORTS[url.protocol];
+  if (port === undefined) {
+    throw new AppError(
+      'EGRESS_PROBE_FAILED',
+      `egress probe target ${target.name} (${url.protocol}) needs an explicit port`,
+    );
+  }
   if (host === '' || !/^[A-Za-z0-9.:_-]+$/.test(host)) {
     throw new AppError('EGRESS_PROBE_FAILED', `egress probe target ${target.name} has an unusable host`);
   }
@@ -59,21 +108,34 @@ export function egressEndpoint(target: EgressTarget): { host: string; port: numb
 }
 
 /**
- * From inside `sandbox`, try a TCP connection to the host and port of each target (all in
- * parallel, bounded by `timeoutMs`, default 5000 ms). Uses bash's `/dev/tcp`, so it works in a
- * minimal image. Throws {@link AppError} `EGRESS_PROBE_FAILED` when the probe itself could not
- * run (no bash, the sandbox failed), since "could not tell" must not pass for "blocked".
+ * From inside `sandbox`, try a TCP connection to the host and port of each target, and to each
+ * address the worker resolves its host name to (all in parallel, bounded by `timeoutMs`, default
+ * 5000 ms). Uses bash's `/dev/tcp`, so it works in a minimal image. Throws {@link AppError}
+ * `EGRESS_PROBE_FAILED` when the probe itself could not run (no bash, the sandbox failed), since
+ * "could not tell" must not pass for "blocked".
  */
 export async function probeEgress(
   sandbox: Sandbox,
   targets: readonly EgressTarget[],
-  options: { timeoutMs?: number } = {},
+  options: ProbeEgressOptions = {},
 ): Promise<EgressProbeResult> {
   if (targets.length === 0) return { blocked: true, reached: [] };
-  const args = targets.flatMap((t) => {
+  const resolve = options.resolve ?? resolveAll;
+  // One probe per (host or address, port); `owners[i]` is the target name of probe i.
+  const owners: string[] = [];
+  const args: string[] = [];
+  const seen = new Set<string>();
+  for (const t of targets) {
     const { host, port } = egressEndpoint(t);
-    return [host, String(port)];
-  });
+    const addresses = isIP(host) === 0 ? await resolve(host) : [];
+    for (const h of [host, ...addresses]) {
+      const key = `${h} ${port}`;
+      if (seen.has(key) || !/^[A-Za-z0-9.:_-]+$/.test(h)) continue;
+      seen.add(key);
+      owners.push(t.name);
+      args.push(h, String(port));
+    }
+  }
   const result = await sandbox.exec(['bash', '-c', PROBE_SCRIPT, 'egress-probe', ...args], {
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxOutputBytes: 64 * 1024,
@@ -87,8 +149,8 @@ export async function probeEgress(
   }
   const reached = new Set<string>();
   for (const m of stdout.matchAll(/^reached (\d+)$/gm)) {
-    const target = targets[Number(m[1])];
-    if (target) reached.add(target.name);
+    const owner = owners[Number(m[1])];
+    if (owner) reached.add(owner);
   }
   return { blocked: reached.size === 0, reached: [...reached] };
 }
@@ -101,13 +163,17 @@ export async function probeEgress(
 export async function assertEgressBlocked(
   sandbox: Sandbox,
   targets: readonly EgressTarget[],
-  options: { timeoutMs?: number } = {},
+  options: ProbeEgressOptions = {},
 ): Promise<void> {
   const result = await probeEgress(sandbox, targets, options);
   if (!result.blocked) {
+    const why =
+      sandbox.driver === 'kubernetes'
+        ? 'this cluster does not enforce NetworkPolicy'
+        : 'the sandbox is not offline';
     throw new AppError(
       'EGRESS_NOT_BLOCKED',
-      `this cluster does not enforce NetworkPolicy: from inside the sandbox a TCP connection reached ${result.reached.join(', ')}`,
+      `${why}: from inside the sandbox a TCP connection reached ${result.reached.join(', ')}`,
       { retryable: false, details: { reached: result.reached, driver: sandbox.driver } },
     );
   }

@@ -282,6 +282,7 @@ function createPipelineRunner(input: {
         sandboxFactory,
         createModel,
         modelUrl: env.modelUrl,
+        egressProbeTargets: env.egressProbeTargets,
         workDir: env.workDir,
         trajectoryDir: env.trajectoryDir,
         resolvePolicy: (job, { defaultBranch }) =>
@@ -338,7 +339,15 @@ async function createSandboxFactory(
   redis: Redis,
   stoppers: Array<() => Promise<void>>,
 ): Promise<SandboxFactory> {
-  if (env.sandboxDriver === 'local') return createLocalSandboxFactory({ logger });
+  if (env.sandboxDriver === 'local') {
+    // The worker refuses sandboxes whose whole-sandbox limits this host cannot enforce, unless
+    // the admin says otherwise (SANDBOX_ALLOW_UNLIMITED=true): then it warns once.
+    return createLocalSandboxFactory({
+      logger,
+      unenforcedLimits: env.sandboxAllowUnlimited ? 'warn' : 'refuse',
+      hostUid: env.sandboxHostUid,
+    });
+  }
   if (!env.sandboxImage) {
     throw new AppError('CONFIG_INVALID', 'SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes');
   }

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BUILT_IN_DEFAULTS } from '../../../src/config/policy.js';
@@ -76,6 +76,8 @@ export async function startPipelineFixture(): Promise<PipelineFixture> {
     retry: { enabled: false },
   });
   const root = await mkdtemp(join(tmpdir(), 'frognano-pipeline-'));
+  // A root worker's sandboxes run as an unprivileged uid, which must traverse (not list) it.
+  await chmod(root, 0o711);
   const sandboxRoot = join(root, 'sandboxes');
   const workDir = join(root, 'work');
   const trajectoryDir = join(root, 'trajectories');

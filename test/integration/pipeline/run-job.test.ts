@@ -309,6 +309,45 @@ describe('runJob against the GHE stand-in, the local sandbox and a scripted mode
     await expectCleanedUp();
   });
 
+  it('stops the job when the egress probe succeeds in a test sandbox (repository code is untrusted too)', async () => {
+    const data = fx.openIssue('online test sandbox', 'x');
+    const model = await startScriptedModelServer({ script: fixingScript() });
+    const offline = createLocalSandboxFactory({ workRoot: fx.sandboxRoot });
+    // TESTING ONLY: the agent's sandbox is offline, the test sandboxes share the host's network.
+    const online = createLocalSandboxFactory({ shareNetwork: true, workRoot: fx.sandboxRoot });
+    const created: string[] = [];
+    try {
+      const deps = {
+        ...fx.deps(model),
+        sandboxFactory: {
+          driver: 'local',
+          create: (o: { jobId: string }) => {
+            created.push(o.jobId);
+            return (o.jobId.includes('-tests-') ? online : offline).create(o);
+          },
+        },
+      };
+      const outcome = await runJob(data, deps, {
+        signal: new AbortController().signal,
+        logger: createSilentLogger(),
+        progress: async () => undefined,
+        jobId: 'egress-in-tests',
+      });
+      expect(outcome.kind).toBe('sandbox_failed');
+      if (outcome.kind !== 'sandbox_failed') return;
+      expect(outcome.message).toMatch(/the sandbox is not offline: .*reached (github|model-server)/);
+      // The agent ran in its offline sandbox; the first test sandbox was probed and stopped the job.
+      expect(model.requests.length).toBeGreaterThan(0);
+      expect(created[0]).toBe('egress-in-tests');
+      expect(created.slice(1).every((id) => id.includes('-tests-'))).toBe(true);
+      expect(created).toHaveLength(2);
+      expect(fx.ghe.state.pulls(OWNER, REPO).filter((p) => p.title === 'online test sandbox')).toEqual([]);
+    } finally {
+      await model.close();
+    }
+    await expectCleanedUp();
+  });
+
   it('reports an unreachable model server as llm_unreachable', async () => {
     const data = fx.openIssue('model down', 'x');
     const model = await startScriptedModelServer({ script: [] });

@@ -51,7 +51,7 @@ describe('egress probe on the local sandbox', () => {
       (e: unknown) => e,
     );
     expect(isAppError(err, 'EGRESS_NOT_BLOCKED')).toBe(true);
-    expect((err as Error).message).toContain('this cluster does not enforce NetworkPolicy');
+    expect((err as Error).message).toContain('the sandbox is not offline');
     expect((err as Error).message).toContain('model-server');
   });
 });

@@ -137,6 +137,62 @@ describe('loadEnv', () => {
 });
 
 describe('sandbox driver', () => {
+  it('refuses unenforced sandbox limits and probes GitHub, the model server, Redis and Kubernetes by default', () => {
+    const env = loadEnv(minimal);
+    expect(env.sandboxAllowUnlimited).toBe(false);
+    expect(env.sandboxHostUid).toBe(65534);
+    expect(env.egressProbeTargets).toEqual([
+      { name: 'github', url: 'https://github.com' },
+      { name: 'github-api', url: 'https://api.github.com' },
+      { name: 'model-server', url: 'http://127.0.0.1:30000/v1' },
+      { name: 'redis', url: 'redis://127.0.0.1:6379' },
+      { name: 'kubernetes-api', url: 'https://kubernetes.default.svc' },
+    ]);
+    const inPod = loadEnv({
+      ...minimal,
+      GHE_HOST: 'ghe.example.com',
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+      KUBERNETES_SERVICE_PORT: '6443',
+      SANDBOX_ALLOW_UNLIMITED: 'true',
+    });
+    expect(inPod.sandboxAllowUnlimited).toBe(true);
+    expect(inPod.egressProbeTargets.map((t) => t.url)).toEqual([
+      'https://ghe.example.com',
+      'http://127.0.0.1:30000/v1',
+      'redis://127.0.0.1:6379',
+      'https://10.96.0.1:6443',
+    ]);
+  });
+
+  it('reads SANDBOX_EGRESS_PROBE_TARGETS as URLs or name=URL, with default for the built-in list', () => {
+    const env = loadEnv({
+      ...minimal,
+      SANDBOX_EGRESS_PROBE_TARGETS: 'metadata=http://169.254.169.254, https://vault.internal:8200',
+    });
+    expect(env.egressProbeTargets).toEqual([
+      { name: 'metadata', url: 'http://169.254.169.254' },
+      { name: 'vault.internal:8200', url: 'https://vault.internal:8200' },
+    ]);
+    const withDefault = loadEnv({ ...minimal, SANDBOX_EGRESS_PROBE_TARGETS: 'default,db=redis://db:6380' });
+    expect(withDefault.egressProbeTargets.map((t) => t.name)).toEqual([
+      'github',
+      'github-api',
+      'model-server',
+      'redis',
+      'kubernetes-api',
+      'db',
+    ]);
+    const p = problems({
+      ...minimal,
+      SANDBOX_EGRESS_PROBE_TARGETS: 'default,nope',
+      SANDBOX_ALLOW_UNLIMITED: 'yes',
+    });
+    expect(p.find((x) => x.startsWith('SANDBOX_EGRESS_PROBE_TARGETS'))).toContain(
+      '"nope" is not a URL or name=URL',
+    );
+    expect(p.find((x) => x.startsWith('SANDBOX_ALLOW_UNLIMITED'))).toContain('must be true or false');
+  });
+
   it('wants SANDBOX_IMAGE with the kubernetes driver', () => {
     expect(problems({ ...minimal, SANDBOX_DRIVER: 'kubernetes' })[0]).toMatch(
       /^SANDBOX_IMAGE: required when SANDBOX_DRIVER is kubernetes/,

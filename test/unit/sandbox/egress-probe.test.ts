@@ -48,10 +48,15 @@ describe('egressEndpoint', () => {
     });
     expect(egressEndpoint({ name: 'c', url: 'http://model' })).toEqual({ host: 'model', port: 80 });
     expect(egressEndpoint({ name: 'd', url: 'http://[::1]:8080' })).toEqual({ host: '::1', port: 8080 });
+    expect(egressEndpoint({ name: 'redis', url: 'redis://queue.internal' })).toEqual({
+      host: 'queue.internal',
+      port: 6379,
+    });
   });
 
   it('refuses a URL it cannot probe', () => {
     expect(() => egressEndpoint({ name: 'x', url: 'not a url' })).toThrow(/invalid URL/);
+    expect(() => egressEndpoint({ name: 'y', url: 'ftp://files.example.com' })).toThrow(/explicit port/);
   });
 });
 
@@ -65,7 +70,10 @@ describe('probeEgress', () => {
     const sb = scriptedSandbox({
       stdout: Buffer.from('frognano-egress-probe-start\nfrognano-egress-probe-done\n'),
     });
-    expect(await probeEgress(sb, targets, { timeoutMs: 1234 })).toEqual({ blocked: true, reached: [] });
+    expect(await probeEgress(sb, targets, { timeoutMs: 1234, resolve: async () => [] })).toEqual({
+      blocked: true,
+      reached: [],
+    });
     const call = sb.calls[0];
     expect(Array.isArray(call?.command)).toBe(true);
     expect((call?.command as string[]).slice(3)).toEqual([
@@ -86,15 +94,44 @@ describe('probeEgress', () => {
       exitCode: null,
       signal: 'SIGKILL',
     });
-    expect(await probeEgress(sb, targets)).toEqual({ blocked: false, reached: ['model-server'] });
-    const err = await assertEgressBlocked(sb, targets).then(
+    const resolve = async (): Promise<string[]> => [];
+    expect(await probeEgress(sb, targets, { resolve })).toEqual({
+      blocked: false,
+      reached: ['model-server'],
+    });
+    const err = await assertEgressBlocked(sb, targets, { resolve }).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(isAppError(err, 'EGRESS_NOT_BLOCKED')).toBe(true);
     expect((err as Error).message).toBe(
-      'this cluster does not enforce NetworkPolicy: from inside the sandbox a TCP connection reached model-server',
+      'the sandbox is not offline: from inside the sandbox a TCP connection reached model-server',
     );
+  });
+
+  it('probes the addresses the worker resolves a name to as well, and names the target', async () => {
+    const sb = scriptedSandbox({
+      // Probe 3 is model's first address: the name did not resolve inside, the address answered.
+      stdout: Buffer.from('frognano-egress-probe-start\nreached 3\nfrognano-egress-probe-done\n'),
+    });
+    const resolve = async (host: string): Promise<string[]> =>
+      host === 'model' ? ['10.0.0.7', '10.0.0.8'] : ['192.0.2.1'];
+    expect(await probeEgress(sb, targets, { resolve })).toEqual({
+      blocked: false,
+      reached: ['model-server'],
+    });
+    expect((sb.calls[0]?.command as string[]).slice(4)).toEqual([
+      'ghe.example.com',
+      '443',
+      '192.0.2.1',
+      '443',
+      'model',
+      '30000',
+      '10.0.0.7',
+      '30000',
+      '10.0.0.8',
+      '30000',
+    ]);
   });
 
   it('does not take a probe that never ran for "blocked"', async () => {

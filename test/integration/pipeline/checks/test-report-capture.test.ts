@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,7 @@ let root: string;
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'frognano-report-'));
+  await chmod(root, 0o711); // the sandbox's unprivileged uid traverses it
   sandbox = await createLocalSandboxFactory({ workRoot: root, logger: createSilentLogger() }).create({
     jobId: 'report-capture',
   });
