@@ -1,5 +1,13 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -123,6 +131,93 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       top_k: 20,
       max_completion_tokens: 8192,
     });
+  });
+
+  it('--keep leaves a fresh repository with the patch: nothing the model planted runs on git status, add or commit', async () => {
+    const repo = makeProject();
+    const marker = join(tmp, 'pwned');
+    const hook = `#!/bin/sh\necho "$0" >> ${marker}\n`;
+    const hooks = ['pre-commit', 'post-commit', 'commit-msg', 'prepare-commit-msg', 'post-index-change'];
+    server = await startScriptedModelServer({
+      script: [
+        {
+          kind: 'tool_calls',
+          calls: [
+            {
+              // Hooks and core.fsmonitor in the sandbox's .git, and hooks and an fsmonitor script in
+              // the tree (part of the patch), all writing to a host path if they ever ran on the host.
+              name: 'Bash',
+              arguments: {
+                command: [
+                  `for h in ${hooks.join(' ')}; do printf '${hook.replace(/\n/g, '\\n')}' > .git/hooks/$h; chmod +x .git/hooks/$h; done`,
+                  'mkdir -p .githooks && cp .git/hooks/pre-commit .githooks/pre-commit',
+                  `printf '#!/bin/sh\\necho fsmonitor >> ${marker}\\n' > fsmon.sh && chmod +x fsmon.sh`,
+                  'git config core.fsmonitor "$PWD/fsmon.sh"',
+                  'git config core.hooksPath .githooks',
+                  'git config alias.status "!sh fsmon.sh"',
+                  'ls .git/hooks | grep -v sample | wc -l',
+                ].join(' && '),
+              },
+            },
+          ],
+        },
+        {
+          kind: 'tool_calls',
+          calls: [
+            {
+              name: 'Edit',
+              arguments: {
+                file_path: 'shop.py',
+                old_string: 'sum(prices) * discount',
+                new_string: 'sum(prices) * (1 - discount)',
+              },
+            },
+          ],
+        },
+        { kind: 'final', content: 'Fixed.' },
+      ],
+    });
+    const out = join(tmp, 'out');
+    const r = await runCli([
+      'run',
+      '--repo',
+      repo,
+      '--issue',
+      'fix total()',
+      '--model-url',
+      server.url,
+      '--out',
+      out,
+      '--keep',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const trajectory = JSON.parse(readFileSync(join(out, 'trajectory.json'), 'utf8')) as Trajectory;
+    // The planting worked inside the sandbox.
+    expect(trajectory.steps[0]!.toolCalls[0]!.observation).toMatch(/^Exit code: 0\nSTDOUT:\n5\n/);
+    const kept = /workspace kept at (\S+)/.exec(r.stdout)?.[1];
+    expect(kept).toBeDefined();
+    try {
+      const git = (cwd: string, ...a: string[]) =>
+        execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...a], { cwd, encoding: 'utf8' });
+      // The kept folder: a fresh .git (no hooks, no config from the sandbox), the patch applied.
+      expect(git(kept!, 'diff', '--cached', '--name-only').split('\n').sort()).toEqual(
+        ['', '.githooks/pre-commit', 'fsmon.sh', 'shop.py'].sort(),
+      );
+      expect(readFileSync(join(kept!, 'shop.py'), 'utf8')).toContain('(1 - discount)');
+      const hooksDir = join(kept!, '.git', 'hooks');
+      expect(existsSync(hooksDir) ? readdirSync(hooksDir) : []).toEqual([]);
+      expect(git(kept!, 'config', '--local', '--list')).not.toMatch(/fsmonitor|hookspath|alias/i);
+      for (const dir of [kept!, repo]) {
+        git(dir, 'status');
+        writeFileSync(join(dir, 'new.txt'), 'x\n');
+        git(dir, 'add', '-A');
+        git(dir, 'commit', '-qm', 'after the run');
+        git(dir, 'status');
+      }
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      rmSync(kept!.replace(/\/repo$/, ''), { recursive: true, force: true });
+    }
   });
 
   it('says how to start SGLang when no server answers, and exits 3', async () => {

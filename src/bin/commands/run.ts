@@ -1,19 +1,26 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../app-error.js';
+import { applyPatch } from '../../git/apply-patch.js';
+import { archiveTrackedFiles } from '../../git/archive-tracked-files.js';
 import { runAgentLoop } from '../../leaf/agent-loop.js';
 import type { Trajectory, TrajectoryStep } from '../../leaf/trajectory.js';
 import { filesInPatch } from '../../leaf/workspace-patch.js';
 import { listModels } from '../../llm/sglang-client.js';
 import { createChatModelFromUrl } from '../../llm/replay-model.js';
 import { createLogger } from '../../observability/logger.js';
-import { detectTestCommand } from '../../pipeline/detect-test-command.js';
+import type { Logger } from '../../observability/logger.js';
+import { prepareSandbox } from '../../pipeline/prepare-sandbox.js';
+import { runTests as runTestsInSandbox } from '../../pipeline/run-tests.js';
+import { assertEgressBlocked, type EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
+import type { Sandbox } from '../../sandbox/sandbox.js';
 
 const run = promisify(execFile);
 
@@ -35,7 +42,7 @@ const USAGE = `usage: frognano-bot run --repo <path|git URL> --issue <file | - |
   --max-time SEC      wall-clock cap in seconds (default 10800)
   --test-command CMD  command that runs the tests afterwards (default: detected; "none" to skip)
   --out DIR           where to write patch.diff, trajectory.json and summary.json (default ./frognano-run)
-  --keep              keep the temporary workspace (its path is printed)
+  --keep              keep a fresh repository with the patch applied (its path is printed)
 
 Exit code: 0 when the agent finished and produced a patch; 1 otherwise; 2 for a usage error;
 3 when no model server answers.`;
@@ -113,11 +120,31 @@ export async function main(argv: string[]): Promise<number> {
   const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const factory = createLocalSandboxFactory({ logger });
+  // Limits this host cannot enforce (e.g. a non-root user without delegated cgroups) are a
+  // warning for this single-user command; the worker refuses such sandboxes instead.
+  const factory = createLocalSandboxFactory({
+    logger,
+    onUnenforced: (message) =>
+      process.stderr.write(
+        `frognano-bot run: warning: ${message}\n  The sandbox still has no network and no credentials; \`frognano-bot doctor\` says how to enforce these.\n`,
+      ),
+  });
+  const canary = await startCanary();
   const started = Date.now();
   try {
     await prepareWorkspace(values.repo, workdir);
-    const sandbox = await factory.create({ jobId, hostWorkdir: workdir });
+    const probeTargets = egressTargets(canary, replay ? null : modelUrl, values.repo);
+    const assertOffline = (s: Sandbox): Promise<void> => assertEgressBlocked(s, probeTargets);
+    // The sandbox gets a copy of the tracked files, never the repository's .git.
+    const { sandbox } = await prepareSandbox({
+      sandboxFactory: factory,
+      sandboxId: jobId,
+      tree: () => archiveTrackedFiles(workdir, { signal: controller.signal }),
+      assertOffline,
+      setupCommand: null,
+      signal: controller.signal,
+      logger,
+    });
     let trajectory: Trajectory;
     try {
       const progress = createProgress(maxSteps ?? 150);
@@ -137,10 +164,13 @@ export async function main(argv: string[]): Promise<number> {
     }
     const patch = trajectory.patch ?? '';
     await writeFile(join(outDir, 'patch.diff'), patch);
+    // The patch goes to the worker's own fresh repository: what the model did to the sandbox's
+    // .git (hooks, core.fsmonitor, …) never leaves the sandbox.
+    if (patch) await applyPatch(workdir, patch, { signal: controller.signal });
 
     let tests: TestResult | null = null;
     if (patch && values['test-command'] !== 'none' && !controller.signal.aborted) {
-      tests = await runTests(factory, workdir, jobId, values['test-command']);
+      tests = await runTests(factory, workdir, jobId, values['test-command'], assertOffline, logger);
     }
     const summary = {
       jobId,
@@ -158,13 +188,44 @@ export async function main(argv: string[]): Promise<number> {
     };
     await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     process.stdout.write(formatSummary(summary, replay));
-    if (values.keep) process.stdout.write(`workspace kept at ${workdir}\n`);
+    if (values.keep)
+      process.stdout.write(
+        `workspace kept at ${workdir} (a fresh repository: the base commit, the patch applied and staged)\n`,
+      );
     return trajectory.exitReason === 'agent' && patch.length > 0 ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await new Promise((r) => canary.close(r));
     if (!values.keep) await rm(tmp, { recursive: true, force: true });
   }
+}
+
+/**
+ * A TCP listener on the host's loopback, probed from inside the sandbox with the other targets: a
+ * sandbox that shares the host's network reaches it whatever else runs on this machine.
+ */
+async function startCanary(): Promise<Server> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  server.unref();
+  return server;
+}
+
+/** What the sandboxes of `run` must not reach: the loopback canary, the model server, the repository's host. */
+function egressTargets(canary: Server, modelUrl: string | null, repo: string): EgressTarget[] {
+  const targets: EgressTarget[] = [
+    { name: 'host loopback', url: `http://127.0.0.1:${(canary.address() as AddressInfo).port}` },
+  ];
+  if (modelUrl) targets.push({ name: 'model-server', url: modelUrl });
+  if (/^(https?|ssh):\/\//.test(repo)) {
+    const u = new URL(repo);
+    targets.push({
+      name: 'repository host',
+      url: `${u.protocol === 'ssh:' ? 'http:' : u.protocol}//${u.host}`,
+    });
+  }
+  return targets;
 }
 
 function positiveInt(value: string | undefined, flag: string): number | undefined | string {
@@ -191,6 +252,7 @@ export function buildLocalInstruction(issueText: string): string {
 const GIT_ENV = {
   ...process.env,
   GIT_TERMINAL_PROMPT: '0',
+  GIT_CONFIG_GLOBAL: '/dev/null',
   GIT_AUTHOR_NAME: 'frognano-bot',
   GIT_AUTHOR_EMAIL: 'frognano-bot@localhost',
   GIT_COMMITTER_NAME: 'frognano-bot',
@@ -198,8 +260,11 @@ const GIT_ENV = {
 };
 
 /**
- * Clone (a git repository or URL) or copy (a plain folder) `source` into `workdir`, with a base
- * commit and no remote, so the agent loop can diff against it.
+ * Make `workdir` a FRESH repository holding `source`'s files at a base commit, with no remote:
+ * a clone (of a local git repository's HEAD, or a git URL's default branch) or a copy (a plain
+ * folder, without any `.git` in it). Fresh means a `.git` made here, with no hooks (`--template=`,
+ * not even git's samples) and no config from the source: the sandbox gets only the tracked files
+ * of it (through `archiveTrackedFiles`), and the patch is applied here afterwards.
  */
 async function prepareWorkspace(source: string, workdir: string): Promise<void> {
   const git = (args: string[], cwd?: string) => run('git', args, { cwd, env: GIT_ENV, maxBuffer: 64 << 20 });
@@ -214,10 +279,23 @@ async function prepareWorkspace(source: string, workdir: string): Promise<void> 
     }
   }
   if (isDir && !isRepo) {
-    await cp(source, workdir, { recursive: true, filter: (p) => !p.split(/[\\/]/).includes('.git') });
+    await cp(source, workdir, {
+      recursive: true,
+      verbatimSymlinks: true,
+      filter: (p) => !p.split(/[\\/]/).includes('.git'),
+    });
+    await git(['init', '--quiet', '--template=', workdir]);
   } else {
     try {
-      await git(['clone', '--quiet', '--no-hardlinks', ...(isDir ? [] : ['--depth', '1']), source, workdir]);
+      await git([
+        'clone',
+        '--quiet',
+        '--template=',
+        '--no-hardlinks',
+        ...(isDir ? [] : ['--depth', '1']),
+        source,
+        workdir,
+      ]);
     } catch (err) {
       throw new AppError(
         'CLONE_FAILED',
@@ -226,9 +304,10 @@ async function prepareWorkspace(source: string, workdir: string): Promise<void> 
     }
     await git(['remote', 'remove', 'origin'], workdir).catch(() => undefined);
   }
-  if (!existsSync(join(workdir, '.git'))) await git(['init', '--quiet'], workdir);
-  await git(['add', '-A'], workdir);
-  await git(['commit', '--quiet', '--allow-empty', '-m', 'frognano: base'], workdir).catch(() => undefined);
+  await git(['add', '-A', '-f'], workdir);
+  await git(['commit', '--quiet', '--no-verify', '--allow-empty', '-m', 'frognano: base'], workdir).catch(
+    () => undefined,
+  );
 }
 
 interface TestResult {
@@ -240,30 +319,34 @@ interface TestResult {
   outputTail: string;
 }
 
+/** The tests on the patched tree, in a fresh (egress-probed) sandbox, as the pipeline runs them. */
 async function runTests(
   factory: ReturnType<typeof createLocalSandboxFactory>,
   workdir: string,
   jobId: string,
   given: string | undefined,
+  assertOffline: (sandbox: Sandbox) => Promise<void>,
+  logger: Logger,
 ): Promise<TestResult | null> {
-  // A fresh sandbox: nothing the agent's processes left behind runs alongside the tests.
-  const sandbox = await factory.create({ jobId: `${jobId}-tests`, hostWorkdir: workdir });
-  try {
-    const detected = given ? { command: given, reason: '--test-command' } : await detectTestCommand(sandbox);
-    if (!detected) return null;
-    const r = await sandbox.exec(detected.command, { timeoutMs: 15 * 60_000 });
-    const output = `${r.stdout.toString('utf8')}${r.stderr.toString('utf8')}`;
-    return {
-      command: detected.command,
-      reason: detected.reason,
-      exitCode: r.exitCode,
-      passed: r.exitCode === 0 && !r.timedOut,
-      timedOut: r.timedOut,
-      outputTail: output.split('\n').slice(-15).join('\n').trim(),
-    };
-  } finally {
-    await sandbox.destroy();
-  }
+  const r = await runTestsInSandbox({
+    sandboxFactory: factory,
+    sandboxId: `${jobId}-tests`,
+    tree: () => archiveTrackedFiles(workdir),
+    assertOffline,
+    testCommand: given ?? null,
+    setupCommand: null,
+    timeoutMs: 15 * 60_000,
+    logger,
+  });
+  if (!r) return null;
+  return {
+    command: r.command,
+    reason: given ? '--test-command' : r.source,
+    exitCode: r.exitCode,
+    passed: r.passed,
+    timedOut: r.timedOut,
+    outputTail: r.outputTail.split('\n').slice(-15).join('\n').trim(),
+  };
 }
 
 function createProgress(maxSteps: number): (step: TrajectoryStep) => void {
