@@ -9,7 +9,12 @@ import { createSglangClient, listModels } from '../../llm/sglang-client.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { probeEgress, type EgressTarget } from '../../sandbox/egress-probe.js';
 import { createKubernetesSandboxFactory } from '../../sandbox/kubernetes/kubernetes-sandbox.js';
-import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
+import {
+  createLocalSandboxFactory,
+  type LocalEnforcement,
+  type LocalSandbox,
+} from '../../sandbox/local/local-sandbox.js';
+import { probeCgroupSupport, type CgroupSupport } from '../../sandbox/local/sandbox-cgroup.js';
 import type { Sandbox, SandboxFactory } from '../../sandbox/sandbox.js';
 
 /**
@@ -44,7 +49,17 @@ export interface DoctorOptions {
         runtimeClassName?: string;
         serviceAccountName?: string;
       }
-    | { driver: 'local'; factory?: SandboxFactory };
+    | {
+        driver: 'local';
+        factory?: SandboxFactory;
+        /** SANDBOX_ALLOW_UNLIMITED: the worker starts sandboxes whose limits do not hold. */
+        allowUnlimited?: boolean;
+      };
+  /**
+   * What the egress probe must not reach (SANDBOX_EGRESS_PROBE_TARGETS); default the GitHub API
+   * host and the model server.
+   */
+  egressProbeTargets?: readonly EgressTarget[];
   /** Bound on each network check, ms. Default 15 000 (the model request: 4× that). */
   timeoutMs?: number;
   /** Bound on the sandbox pod reaching Running, ms. Default 180 000. */
@@ -98,8 +113,9 @@ const SGLANG_FLAGS = '--reasoning-parser qwen3 --tool-call-parser qwen3_coder';
 /**
  * Run every check, in order: GitHub App, Redis, model server (list, then one tool call), then the
  * sandbox: for Kubernetes the API, each verb of {@link DRIVER_ACCESS} (SelfSubjectAccessReview),
- * a sandbox pod starting from the image, and egress from it to the GitHub host and the model
- * server being blocked. Never throws: every failure is a {@link DoctorCheck}.
+ * a sandbox pod starting from the image; for the local driver a sandbox starting and each of its
+ * whole-sandbox limits ({@link localLimitChecks}); then egress from the sandbox to the probe
+ * targets being blocked. Never throws: every failure is a {@link DoctorCheck}.
  */
 export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorCheck[]> {
   const timeoutMs = options.timeoutMs ?? 15_000;
@@ -451,7 +467,14 @@ async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<
       logger: options.logger,
     });
   } else {
-    factory = sandboxOptions.factory ?? createLocalSandboxFactory({ logger: options.logger });
+    // `warn`: doctor reports each limit that does not hold rather than failing at the start.
+    factory =
+      sandboxOptions.factory ??
+      createLocalSandboxFactory({
+        logger: options.logger,
+        unenforcedLimits: 'warn',
+        onUnenforced: () => undefined,
+      });
     where = 'bubblewrap';
   }
 
@@ -493,7 +516,13 @@ async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<
     return checks;
   }
 
-  const targets: EgressTarget[] = [
+  if (sandboxOptions.driver === 'local' && 'enforced' in sandbox) {
+    const enforced = (sandbox as LocalSandbox).enforced;
+    const support = await probeCgroupSupport(options.logger ?? createSilentLogger());
+    checks.push(...localLimitChecks(enforced, support, sandboxOptions.allowUnlimited === true));
+  }
+
+  const targets: readonly EgressTarget[] = options.egressProbeTargets ?? [
     { name: 'GitHub host', url: options.github.apiUrl },
     { name: 'model server', url: options.model.url },
   ];
@@ -509,7 +538,7 @@ async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<
       checks.push({
         name: 'egress from a sandbox is blocked',
         status: 'failed',
-        detail: `this cluster does not enforce NetworkPolicy: a sandbox reached ${targets
+        detail: `${sandboxOptions.driver === 'kubernetes' ? 'this cluster does not enforce NetworkPolicy' : 'the local sandbox is online'}: a sandbox reached ${targets
           .filter((t) => result.reached.includes(t.name))
           .map((t) => t.name)
           .join(' and ')}`,
@@ -530,6 +559,71 @@ async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<
     await sandbox.destroy();
   }
   return checks;
+}
+
+const CONTROLLERS_NEEDED =
+  'the memory and pids controllers: cgroup v1 hierarchies mounted at /sys/fs/cgroup/memory and /sys/fs/cgroup/pids with the worker as root, or cgroup v2 with memory and pids delegated to the worker (systemd: Delegate=yes; they must be listed in its cgroup.controllers)';
+
+function describeBase(support: CgroupSupport, controller: 'memory' | 'pids'): string {
+  const base = support[controller];
+  return 'dir' in base ? `cgroup v${base.version} ${controller} under ${base.dir}` : base.missing;
+}
+
+/**
+ * One check per whole-sandbox limit of the local driver (DEFAULT_LOCAL_LIMITS in
+ * sandbox/local/local-sandbox.ts), each enforced or not with the fix. A limit that does not hold
+ * is a failure whether or not SANDBOX_ALLOW_UNLIMITED lets the worker run anyway; the detail says
+ * which. Kernel-surface checks (seccomp, nested user namespaces) go alongside these.
+ */
+export function localLimitChecks(
+  enforced: LocalEnforcement,
+  support: CgroupSupport,
+  allowUnlimited: boolean,
+): DoctorCheck[] {
+  const consequence = allowUnlimited
+    ? 'not enforced (SANDBOX_ALLOW_UNLIMITED=true: the worker runs sandboxes without it)'
+    : 'not enforced: the worker refuses to start sandboxes (SANDBOX_ALLOW_UNLIMITED=true would run them without it)';
+  const check = (name: string, ok: boolean, okDetail: string, why: string, fix: string): DoctorCheck =>
+    ok
+      ? { name, status: 'ok', detail: okDetail }
+      : { name, status: 'failed', detail: `${consequence}; ${why}`, fix };
+  return [
+    check(
+      'sandbox memory limit (all processes, /tmp and /dev/shm included)',
+      enforced.memory,
+      describeBase(support, 'memory'),
+      describeBase(support, 'memory'),
+      `give the worker ${CONTROLLERS_NEEDED}`,
+    ),
+    check(
+      'swap cannot stretch the sandbox memory limit',
+      enforced.swap,
+      'swap limited to 0, or no swap on this host',
+      'the kernel does not account swap per cgroup',
+      'on cgroup v1 boot with swapaccount=1 (memory.memsw.*), or turn swap off (swapoff -a); cgroup v2 has memory.swap.max',
+    ),
+    check(
+      'sandbox process limit',
+      enforced.processes,
+      describeBase(support, 'pids'),
+      describeBase(support, 'pids'),
+      `give the worker ${CONTROLLERS_NEEDED}`,
+    ),
+    check(
+      'sandbox workspace size limit',
+      enforced.disk,
+      'a loop-mounted ext4 file system per sandbox',
+      'the workspace is a plain host directory',
+      'run the worker as root with loop devices (/dev/loop-control) and mke2fs (apt-get install e2fsprogs)',
+    ),
+    check(
+      'sandbox runs as an unprivileged host uid',
+      enforced.unprivileged,
+      'not uid 0 on the host',
+      'the worker runs as root and cannot drop to another uid',
+      'install setpriv (apt-get install util-linux), or run the worker as a non-root user',
+    ),
+  ];
 }
 
 function accessName(a: (typeof DRIVER_ACCESS)[number], namespace: string): string {
@@ -574,7 +668,8 @@ const USAGE = `usage: frognano-bot doctor [--json]
 
 Checks the install this process is configured for (the same environment variables as
 \`serve\` and \`worker\`): GitHub App and host, Redis, the model server (one tool call), and the
-sandbox driver (Kubernetes permissions, a sandbox pod starting, egress blocked).
+sandbox driver (Kubernetes permissions, a sandbox pod starting; local: each whole-sandbox limit
+enforced or not, with the fix; egress blocked to SANDBOX_EGRESS_PROBE_TARGETS).
 Exit code 0 when every check passed, 1 otherwise.
 `;
 
@@ -616,8 +711,9 @@ export async function main(argv: string[]): Promise<number> {
         runtimeClassName: env.sandboxRuntimeClass ?? undefined,
         serviceAccountName: env.sandboxServiceAccount ?? undefined,
       };
-    } else sandbox = { driver: 'local' };
+    } else sandbox = { driver: 'local', allowUnlimited: env.sandboxAllowUnlimited };
     options = {
+      egressProbeTargets: env.egressProbeTargets,
       github: { apiUrl: env.githubApiUrl, appId: env.appId, privateKey: env.privateKey },
       redisUrl: env.redisUrl,
       model: { url: env.modelUrl, name: env.modelName, apiKey: env.modelApiKey },
