@@ -14,7 +14,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
+import { createSilentLogger } from '../../src/observability/logger.js';
 import { NEEDS_REVIEW_LABEL } from '../../src/pipeline/publish-change.js';
+import { sweepStaleWorkspaceDisks } from '../../src/sandbox/local/workspace-disk.js';
 import { startE2eStack, type E2eStack, type E2eStackOptions } from '../helpers/e2e-stack.js';
 import type { GheStandin } from '../helpers/ghe-standin/index.js';
 import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
@@ -213,6 +215,8 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
     let childErr = '';
     child.stderr?.on('data', (c: Buffer) => (childErr = (childErr + c.toString()).slice(-4000)));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // After the kill (cleanups run last-in first-out): unmount the dead worker's workspaces.
+    cleanups.push(() => sweepStaleWorkspaceDisks(childTmp, createSilentLogger()));
     cleanups.push(async () => {
       if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
       await exited;

@@ -5,7 +5,7 @@
  *
  * Needs Redis on 127.0.0.1:6379 (`bash scripts/setup.sh` starts it); fails saying so otherwise.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -109,6 +109,8 @@ export async function startE2eStack(options: E2eStackOptions): Promise<E2eStack>
 
   try {
     const root = await mkdtemp(join(tmpdir(), `frognano-${options.name}-`));
+    // A root worker's sandboxes run as an unprivileged uid, which must traverse (not list) it.
+    await chmod(root, 0o711);
     closers.push(() => rm(root, { recursive: true, force: true }));
     const ghe = await startGheStandin();
     closers.push(() => ghe.close());

@@ -126,7 +126,7 @@ export async function main(argv: string[]): Promise<number> {
     logger,
     onUnenforced: (message) =>
       process.stderr.write(
-        `frognano-bot run: warning: ${message}\n  The sandbox still has no network and no credentials; \`frognano-bot doctor\` says how to enforce these.\n`,
+        `frognano-bot run: warning: ${message}\n  The sandbox still has no network and no credentials. What each limit needs: README, "Security".\n`,
       ),
   });
   const canary = await startCanary();
