@@ -133,8 +133,10 @@ export interface CreateSandboxOptions {
   /** Job id, used in names and labels. */
   jobId: string;
   /**
-   * Host directory to use as the workspace (local driver only). When given, it is bind-mounted at
-   * the same absolute path inside the sandbox instead of an empty private workspace.
+   * Host directory to use as the workspace (local driver only; `leaf-tool` uses it). When given, it
+   * is bind-mounted at the same absolute path inside the sandbox instead of an empty private
+   * workspace, without a size limit, and the sandbox runs as the worker's own uid. The pipeline and
+   * `run` never use it: they copy the tracked files in.
    */
   hostWorkdir?: string;
   /** Limits; absent fields use the driver's defaults. */
@@ -151,6 +153,9 @@ export interface SandboxLimits {
   maxProcesses?: number;
   /** Bytes kept of each output stream per command. */
   maxOutputBytes?: number;
-  /** Workspace size in MiB (Kubernetes emptyDir sizeLimit; informative locally). */
+  /**
+   * Workspace size in MiB (Kubernetes emptyDir sizeLimit; locally the size of the sandbox's own
+   * loop-mounted file system, except for a `hostWorkdir`).
+   */
   diskMiB?: number;
 }
