@@ -74,7 +74,8 @@ export const DEFAULT_LOCAL_LIMITS: Readonly<Required<Omit<SandboxLimits, 'diskMi
     memoryMiB: 4096,
     maxProcesses: 1024,
     maxOutputBytes: 10 * 1024 * 1024,
-    diskMiB: 2048,
+    // As the pods' default ephemeral-storage (10Gi); the image is sparse, so unused space costs nothing.
+    diskMiB: 10240,
   };
 
 /** Largest private `/tmp` of a sandbox, MiB. */
