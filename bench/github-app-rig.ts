@@ -4,7 +4,7 @@
  * cleanup stack that removes every Redis key, server and folder they created.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
@@ -96,6 +96,8 @@ export async function startRig(): Promise<RigHandle> {
 
   try {
     root = await mkdtemp(join(tmpdir(), 'frognano-bench-gh-'));
+    // A root worker's sandboxes run as an unprivileged uid, which must traverse (not list) it.
+    await chmod(root, 0o711);
     ghe = await startGheStandin();
     model = await startScriptedModelServer({ script: [] });
   } catch (err) {

@@ -372,6 +372,113 @@ interface StartParams {
   logger: Logger;
 }
 
+/** What {@link isolate} set up for one sandbox. */
+interface Isolation {
+  /** Host uid (and gid) the sandbox runs as. */
+  uid: number;
+  /** `setpriv` when bwrap is to drop to {@link uid}, else undefined. */
+  setpriv: string | undefined;
+  cgroup: SandboxCgroup | undefined;
+  disk: WorkspaceDisk | undefined;
+  /** Host directory of the private workspace (used when the caller gave no hostWorkdir). */
+  workspace: string;
+  enforced: LocalEnforcement;
+  processLimit: 'cgroup' | 'rlimit' | 'none';
+}
+
+/**
+ * The host-side isolation of one sandbox in its 0700 private directory: the unprivileged uid (a
+ * root worker, private workspace), the cgroup, the size-limited workspace file system. Each part
+ * made is pushed onto `cleanups` (first to run first). Says what holds; never refuses itself.
+ */
+async function isolate(
+  p: StartParams,
+  privateDir: string,
+  cleanups: (() => Promise<void>)[],
+): Promise<Isolation> {
+  await writeFile(path.join(privateDir, 'owner.pid'), `${process.pid}\n`);
+  const isRoot = process.getuid?.() === 0;
+  const setpriv = isRoot && p.hostWorkdir === undefined ? await findExecutable('setpriv') : undefined;
+  const uid = setpriv ? p.hostUid : (process.getuid?.() ?? 0);
+  const gid = setpriv ? p.hostUid : (process.getgid?.() ?? 0);
+  if (setpriv) {
+    await assertReachable([privateDir, AGENT_SCRIPT, p.nodePath], uid, gid);
+    await chown(privateDir, uid, gid);
+  }
+  const cgroup = await createSandboxCgroup(
+    path.basename(privateDir).replace(/^frognano-/, ''),
+    { memoryBytes: p.limits.memoryMiB * 1024 * 1024, maxProcesses: p.limits.maxProcesses },
+    p.logger,
+  );
+  if (cgroup) cleanups.unshift(() => cgroup.remove());
+  let disk: WorkspaceDisk | undefined;
+  let workspace = path.join(privateDir, 'repo');
+  if (p.hostWorkdir === undefined) {
+    disk = await createWorkspaceDisk({
+      privateDir,
+      sizeMiB: p.limits.diskMiB,
+      owner: { uid, gid },
+      logger: p.logger,
+    });
+    if (disk) {
+      const made = disk;
+      cleanups.unshift(() => made.remove());
+      workspace = disk.dir;
+    } else {
+      await mkdir(workspace);
+      if (setpriv) await chown(workspace, uid, gid);
+    }
+  }
+  const processLimit = cgroup?.enforced.processes ? 'cgroup' : uid === 0 ? 'none' : 'rlimit';
+  const enforced: LocalEnforcement = {
+    memory: cgroup?.enforced.memory === true,
+    swap: cgroup?.enforced.swap === true,
+    processes: processLimit !== 'none',
+    disk: disk !== undefined,
+    unprivileged: uid !== 0,
+  };
+  return { uid, setpriv, cgroup, disk, workspace, enforced, processLimit };
+}
+
+/**
+ * The command that starts bubblewrap: directly, or through {@link CGROUP_LAUNCHER} when it must
+ * first join the sandbox's cgroups and/or drop to an unprivileged uid under `setpriv` (no
+ * supplementary groups, no capabilities to inherit or regain; user namespaces still work).
+ */
+function launcherCommand(
+  bwrapPath: string,
+  bwrapArgs: string[],
+  procsFiles: readonly string[],
+  setpriv: string | undefined,
+  uid: number,
+): [string, string[]] {
+  const dropUid = setpriv
+    ? [
+        setpriv,
+        `--reuid=${uid}`,
+        `--regid=${uid}`,
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--',
+      ]
+    : [];
+  if (procsFiles.length === 0 && dropUid.length === 0) return [bwrapPath, bwrapArgs];
+  return [
+    '/bin/sh',
+    [
+      '-c',
+      CGROUP_LAUNCHER,
+      'frognano-launcher',
+      String(procsFiles.length),
+      ...procsFiles,
+      ...dropUid,
+      bwrapPath,
+      ...bwrapArgs,
+    ],
+  ];
+}
+
 const SYSTEM_DIRS = ['/usr', '/proc', '/dev', '/etc', '/run', '/bin', '/sbin', '/lib', '/lib64', '/var'];
 
 const execReplySchema = z.object({
@@ -463,54 +570,14 @@ class LocalSandboxImpl implements LocalSandbox {
     const privateDir = await mkdtemp(path.join(p.workRoot, `frognano-${safeJob}-`));
     const cleanupOnFailure: (() => Promise<void>)[] = [() => removeTree(privateDir, p.logger)];
     try {
-      await writeFile(path.join(privateDir, 'owner.pid'), `${process.pid}\n`);
-      const isRoot = process.getuid?.() === 0;
-      const setpriv = isRoot && p.hostWorkdir === undefined ? await findExecutable('setpriv') : undefined;
-      const uid = setpriv ? p.hostUid : (process.getuid?.() ?? 0);
-      const gid = setpriv ? p.hostUid : (process.getgid?.() ?? 0);
-      if (setpriv) {
-        await assertReachable([privateDir, AGENT_SCRIPT, p.nodePath], uid, gid);
-        await chown(privateDir, uid, gid);
-      }
-
-      const cgroup = await createSandboxCgroup(
-        path.basename(privateDir).replace(/^frognano-/, ''),
-        { memoryBytes: p.limits.memoryMiB * 1024 * 1024, maxProcesses: p.limits.maxProcesses },
-        p.logger,
-      );
-      if (cgroup) cleanupOnFailure.unshift(() => cgroup.remove());
-      let disk: WorkspaceDisk | undefined;
-      if (hostWorkdir === undefined || workdir === undefined) {
-        disk = await createWorkspaceDisk({
-          privateDir,
-          sizeMiB: p.limits.diskMiB,
-          owner: { uid, gid },
-          logger: p.logger,
-        });
-        if (disk) {
-          const made = disk;
-          cleanupOnFailure.unshift(() => made.remove());
-          hostWorkdir = disk.dir;
-        } else {
-          hostWorkdir = path.join(privateDir, 'repo');
-          await mkdir(hostWorkdir);
-          if (setpriv) await chown(hostWorkdir, uid, gid);
-        }
-        workdir = hostWorkdir;
-      }
+      const isolation = await isolate(p, privateDir, cleanupOnFailure);
+      const { uid, cgroup, disk, enforced, processLimit, setpriv } = isolation;
+      hostWorkdir ??= isolation.workspace;
+      workdir ??= isolation.workspace;
       const etcDir = path.join(privateDir, 'etc');
       await mkdir(etcDir);
       for (const [name, text] of Object.entries(sandboxEtcFiles()))
         await writeFile(path.join(etcDir, name), text);
-
-      const processLimit = cgroup?.enforced.processes ? 'cgroup' : uid === 0 ? 'none' : 'rlimit';
-      const enforced: LocalEnforcement = {
-        memory: cgroup?.enforced.memory === true,
-        swap: cgroup?.enforced.swap === true,
-        processes: processLimit !== 'none',
-        disk: disk !== undefined,
-        unprivileged: uid !== 0,
-      };
       p.checkEnforced(enforced);
 
       const limitsFile = path.join(etcDir, 'limits.sh');
@@ -529,36 +596,7 @@ class LocalSandboxImpl implements LocalSandbox {
         shmSizeMiB: Math.max(8, Math.min(MAX_SHM_MIB, Math.floor(p.limits.memoryMiB / 16))),
         shareNetwork: p.shareNetwork,
       });
-      // bwrap under setpriv: the host uid of every sandbox process is an unprivileged one, no
-      // supplementary groups, no capabilities to inherit or regain (user namespaces still work).
-      const dropUid = setpriv
-        ? [
-            setpriv,
-            `--reuid=${uid}`,
-            `--regid=${gid}`,
-            '--clear-groups',
-            '--inh-caps=-all',
-            '--bounding-set=-all',
-            '--',
-          ]
-        : [];
-      const procsFiles = cgroup?.procsFiles ?? [];
-      const [file, args] =
-        procsFiles.length > 0 || dropUid.length > 0
-          ? [
-              '/bin/sh',
-              [
-                '-c',
-                CGROUP_LAUNCHER,
-                'frognano-launcher',
-                String(procsFiles.length),
-                ...procsFiles,
-                ...dropUid,
-                p.bwrapPath,
-                ...bwrapArgs,
-              ],
-            ]
-          : [p.bwrapPath, bwrapArgs];
+      const [file, args] = launcherCommand(p.bwrapPath, bwrapArgs, cgroup?.procsFiles ?? [], setpriv, uid);
       const child = spawn(file, args, {
         stdio: ['pipe', 'pipe', 'pipe'],
         // Nothing of the worker's environment: bwrap's own process (pid 1 in the sandbox) keeps
