@@ -215,8 +215,9 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
     if (options.unenforcedLimits === 'refuse') {
       throw new AppError(
         'SANDBOX_UNAVAILABLE',
-        `refusing to start a sandbox whose limits this host cannot enforce:\n  ${missing.join('\n  ')}\n` +
-          'Fix the host (run `frognano-bot doctor`), or set SANDBOX_ALLOW_UNLIMITED=true to run without these limits.',
+        // One line: it ends up in a status comment and in log lines.
+        `refusing to start a sandbox whose limits this host cannot enforce (${missing.join('; ')}). ` +
+          'Fix the host (`frognano-bot doctor` lists each limit), or set SANDBOX_ALLOW_UNLIMITED=true to run without these limits.',
         { retryable: false, details: { enforced } },
       );
     }
