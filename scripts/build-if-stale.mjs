@@ -4,9 +4,16 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { stdout } from 'node:process';
 
 const STAMP = 'dist/.build-stamp';
-const INPUTS = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json', 'scripts/copy-assets.mjs'];
+const INPUTS = [
+  'src',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package-lock.json',
+  'scripts/copy-assets.mjs',
+];
 
 /** Newest modification time (ms) of a file or of every file under a directory. */
 function newestMtime(path) {
@@ -27,5 +34,5 @@ const sources = Math.max(...INPUTS.map(newestMtime));
 if (sources > built) {
   execFileSync('npm', ['run', 'build'], { stdio: 'inherit' });
 } else {
-  console.log('dist/ is up to date with src/ (scripts/build-if-stale.mjs): not rebuilding');
+  stdout.write('dist/ is up to date with src/ (scripts/build-if-stale.mjs): not rebuilding\n');
 }

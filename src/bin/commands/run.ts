@@ -90,6 +90,11 @@ export async function main(argv: string[]): Promise<number> {
   const modelUrl = values['model-url'];
   const apiKey = values['api-key'] ?? process.env.MODEL_API_KEY;
   const replay = modelUrl.startsWith('replay:');
+  if (!replay && !isHttpUrl(modelUrl)) {
+    return usageError(
+      `--model-url must be an http:// or https:// URL (e.g. ${DEFAULT_MODEL_URL}) or replay:<trajectory.json> (got "${modelUrl}")`,
+    );
+  }
   if (!replay) {
     try {
       await listModels(modelUrl, apiKey);
@@ -164,6 +169,16 @@ export async function main(argv: string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     if (!values.keep) await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Whether `text` parses as an absolute http: or https: URL (what an OpenAI-compatible server has). */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
   }
 }
 
