@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import { isAppError } from '../../app-error.js';
 import { loadEnv } from '../../config/env.js';
+import { isExampleHost } from '../../config/placeholders.js';
 import { createSglangClient, listModels } from '../../llm/sglang-client.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { probeEgress, type EgressTarget } from '../../sandbox/egress-probe.js';
@@ -118,6 +119,7 @@ export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorChe
       { timeoutMs, env: options.env },
     )),
   );
+  checks.push(...checkPlaceholders(options));
   checks.push(await checkGithub(options, timeoutMs));
   checks.push(await checkRedis(options.redisUrl, timeoutMs));
   checks.push(...(await checkModel(options, timeoutMs)));
@@ -238,6 +240,27 @@ async function checkGithub(options: DoctorOptions, timeoutMs: number): Promise<D
         'check GHE_HOST/GHE_PROTOCOL, DNS, and the github-egress NetworkPolicy CIDR (deploy/README.md)',
     };
   }
+}
+
+/**
+ * The shipped configuration's example values (deploy/base/config.yaml: `github.example.com`,
+ * `registry.example.com/…`) left in place: one failed check naming each; nothing when there is none.
+ */
+function checkPlaceholders(options: DoctorOptions): DoctorCheck[] {
+  const values: [string, string][] = [
+    ['GHE_HOST', options.github.apiUrl],
+    ['MODEL_URL', options.model.url],
+    ['REDIS_URL', options.redisUrl],
+  ];
+  if (options.sandbox.driver === 'kubernetes') values.push(['SANDBOX_IMAGE', options.sandbox.image]);
+  return values
+    .filter(([, value]) => isExampleHost(value))
+    .map(([variable, value]) => ({
+      name: `${variable} is this site's own value`,
+      status: 'failed' as const,
+      detail: `${/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? redactUrl(value) : value} is a placeholder (a reserved example domain)`,
+      fix: `set ${variable} to your own ${variable === 'SANDBOX_IMAGE' ? 'image' : 'host'} (deploy/base/config.yaml; deploy/README.md, "Edit the configuration")`,
+    }));
 }
 
 async function checkRedis(url: string, timeoutMs: number): Promise<DoctorCheck> {

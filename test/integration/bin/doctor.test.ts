@@ -230,6 +230,19 @@ describe('frognano-bot doctor', () => {
     }
   });
 
+  it('the shipped example sandbox image left in place: a placeholder check fails with the file to edit', async () => {
+    const image = 'registry.example.com/frognano/frognano-sandbox:0.1.0';
+    const checks = await runDoctorChecks({
+      ...healthy(),
+      sandbox: { driver: 'kubernetes', kubeConfig: kube.kubeConfig(), namespace: NS, image },
+    });
+    expect(failedNames(checks)).toEqual(["SANDBOX_IMAGE is this site's own value"]);
+    expect(byName(checks, 'SANDBOX_IMAGE')).toMatchObject({
+      detail: `${image} is a placeholder (a reserved example domain)`,
+      fix: expect.stringContaining('deploy/base/config.yaml'),
+    });
+  });
+
   it('a cluster that ignores NetworkPolicy: the egress check fails', async () => {
     const leaky = await startKubeStandin({ namespaces: [NS], ignoreNetworkPolicy: true });
     try {
