@@ -259,6 +259,15 @@ describe('Dockerfiles', () => {
     expect(app).toMatch(/^USER 10001:10001$/m);
   });
 
+  it('builds both app stages on Node 24 LTS pinned by digest, the tag beside it', () => {
+    const app = readFileSync('deploy/docker/app.Dockerfile', 'utf8');
+    expect(app).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim@sha256:[0-9a-f]{64}$/m);
+    expect(app.match(/^FROM \$\{NODE_IMAGE\} AS (build|runtime)$/gm)).toHaveLength(2);
+    expect(readFileSync('deploy/docker/sandbox.Dockerfile', 'utf8')).toMatch(
+      /^ARG DEBIAN_IMAGE=debian:bookworm-slim@sha256:[0-9a-f]{64}$/m,
+    );
+  });
+
   it('builds the sandbox image non-root (uid 1000) with git, bash, coreutils, python3 and pytest', () => {
     const sandbox = readFileSync('deploy/docker/sandbox.Dockerfile', 'utf8');
     expect(sandbox).toMatch(/^USER 1000:1000$/m);
