@@ -6,6 +6,8 @@
 # (its binary ships inside the package), installed into another temporary folder and put first on
 # PATH, so npm, the build and vitest all run on it. Clones the committed HEAD (not uncommitted work).
 # Usage: bash scripts/check-fresh-clone.sh [NODE_VERSION_RANGE]   (default 24)
+#   FRESH_CLONE_TESTS="test/unit test/integration/leaf" limits the run to those test paths (for a
+#   quick local try; CI runs everything).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 node_range="${1:-24}"
@@ -26,4 +28,5 @@ fi
 echo "fresh-clone: $(git log -1 --format='%h %s') in $PWD (no ../shared)"
 bash scripts/setup.sh
 npm ci --no-audit --no-fund
-npm test
+# shellcheck disable=SC2086 # FRESH_CLONE_TESTS is a list of paths
+npm test -- ${FRESH_CLONE_TESTS:-}
