@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what FrogNano bot's local sandbox, demo and tests need on a Debian machine:
-#   - bubblewrap (the local sandbox driver), git, python3 with pytest (the example projects' tests);
+#   - bubblewrap (the local sandbox driver), git, python3 with pytest (the example projects' tests),
+#     openssl (the TLS tests make a throwaway certificate authority with it);
 #   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -13,6 +14,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
