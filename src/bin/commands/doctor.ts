@@ -647,7 +647,8 @@ Checks the install this process is configured for (the same environment variable
 \`serve\` and \`worker\`): TLS to the GitHub host and the model server (with the CA bundle of
 NODE_EXTRA_CA_CERTS / GIT_SSL_CAINFO), GitHub App and host, Redis, the model server (one tool call),
 and the sandbox driver (Kubernetes permissions, a sandbox pod starting, egress blocked).
-Exit code 0 when every check passed, 1 otherwise.
+Exit code 0 when no check failed (skipped checks, shown with "-", do not count), 1 when one
+failed, 2 for a usage error.
 `;
 
 /**
