@@ -6,10 +6,18 @@
 // An overlay directory is rendered with `kubectl kustomize`. Needs dist/ (npm ci or npm run build).
 // Exit code: 0 no placeholder, 1 placeholders found (listed on stderr), 2 usage or render error.
 import { execFileSync } from 'node:child_process';
+import { Buffer } from 'node:buffer';
 import { readFileSync, statSync } from 'node:fs';
-import { argv, exit, stderr, stdout } from 'node:process';
+import { argv, exit, stderr, stdin, stdout } from 'node:process';
 import { parseAllDocuments } from 'yaml';
 import { findManifestPlaceholders } from '../dist/config/placeholders.js';
+
+/** All of standard input (a stream: readFileSync(0) fails with EAGAIN on a non-blocking pipe). */
+async function readStdin() {
+  const chunks = [];
+  for await (const chunk of stdin) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 const target = argv[2];
 if (!target || argv.length > 3) {
@@ -18,7 +26,7 @@ if (!target || argv.length > 3) {
 }
 let text;
 try {
-  if (target === '-') text = readFileSync(0, 'utf8');
+  if (target === '-') text = await readStdin();
   else if (statSync(target).isDirectory())
     text = execFileSync('kubectl', ['kustomize', target], {
       encoding: 'utf8',

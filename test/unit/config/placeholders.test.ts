@@ -1,4 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import {
   findEnvPlaceholders,
   findManifestPlaceholders,
@@ -59,5 +64,28 @@ describe('placeholders', () => {
         .replaceAll('192.0.2.20/32', '10.0.0.1/32'),
     ) as Record<string, unknown>[];
     expect(findManifestPlaceholders(own)).toEqual([]);
+
+    // scripts/check-placeholders.mjs, as an admin runs it on rendered YAML (it needs dist/).
+    const dir = mkdtempSync(join(tmpdir(), 'placeholders-'));
+    try {
+      const check = (objs: Record<string, unknown>[]) => {
+        const file = join(dir, 'rendered.yaml');
+        writeFileSync(file, objs.map((o) => stringify(o)).join('---\n'));
+        return spawnSync(process.execPath, ['scripts/check-placeholders.mjs', file], { encoding: 'utf8' });
+      };
+      const refused = check(objects);
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toContain('still has 6 placeholder(s)');
+      expect(refused.stderr).toContain(
+        'NetworkPolicy/frognano/github-egress spec.egress[0].to[0].ipBlock.cidr: 192.0.2.10/32',
+      );
+      const accepted = check(own);
+      expect([accepted.status, accepted.stdout]).toEqual([
+        0,
+        `check-placeholders: ${join(dir, 'rendered.yaml')}: no placeholder in ${objects.length} objects\n`,
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
