@@ -37,16 +37,6 @@ export function isExampleHost(value: string): boolean {
   return /(^|\.)example\.(com|net|org)$/.test(host) || /\.(example|invalid)$/.test(host);
 }
 
-/** Every placeholder among the environment variables that name hosts, URLs or images. */
-export function findEnvPlaceholders(env: Record<string, string | undefined>): Placeholder[] {
-  const found: Placeholder[] = [];
-  for (const name of ['GHE_HOST', 'MODEL_URL', 'REDIS_URL', 'SANDBOX_IMAGE']) {
-    const value = env[name];
-    if (value && isExampleHost(value)) found.push({ where: name, value });
-  }
-  return found;
-}
-
 /**
  * Every placeholder in rendered Kubernetes objects: documentation-range addresses anywhere, and
  * example hosts in ConfigMap data and container images.

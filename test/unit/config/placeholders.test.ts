@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import {
-  findEnvPlaceholders,
   findManifestPlaceholders,
   isDocumentationAddress,
   isExampleHost,
@@ -39,9 +38,6 @@ describe('placeholders', () => {
       'a text mentioning example.com',
     ])
       expect(isExampleHost(v), v).toBe(false);
-    expect(
-      findEnvPlaceholders({ GHE_HOST: 'github.example.com', MODEL_URL: 'http://sglang:30000/v1' }),
-    ).toEqual([{ where: 'GHE_HOST', value: 'github.example.com' }]);
   });
 
   it('finds every placeholder the production overlay ships, and none once they are replaced', () => {
