@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what FrogNano bot's local sandbox, demo and tests need on a Debian machine:
 #   - bubblewrap (the local sandbox driver) with e2fsprogs and util-linux (its workspace file system
-#     and unprivileged uid), git, python3 with pytest (the example projects' tests);
+#     and unprivileged uid), git, python3 with pytest (the example projects' tests),
+#     openssl (the TLS tests make a throwaway certificate authority with it);
 #   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -17,6 +18,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 # The local sandbox's size-limited workspace (mke2fs) and its unprivileged uid for a root worker (setpriv).
 command -v mke2fs >/dev/null 2>&1 || [ -x /usr/sbin/mke2fs ] || [ -x /sbin/mke2fs ] || missing+=(e2fsprogs)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -3,8 +3,18 @@
 #   docker build -f deploy/docker/app.Dockerfile -t registry.example.com/frognano/frognano-bot:0.1.0 .
 # Multi-stage: the build stage compiles TypeScript; the runtime stage has production dependencies
 # and dist/ only, and runs as a non-root user.
+#
+# Base image: Node 24 LTS on Debian 12, pinned by digest (the tag beside it says what the digest
+# is; CI runs the whole test suite on Node 24, scripts/check-fresh-clone.sh). The digest is the
+# one published for node:24-bookworm-slim when Node 24.18.0 was current. To refresh it (security
+# updates of Node or Debian), on a machine with registry access:
+#   docker pull node:24-bookworm-slim
+#   docker inspect --format '{{index .RepoDigests 0}}' node:24-bookworm-slim
+# (or `docker buildx imagetools inspect node:24-bookworm-slim`, first "Digest:" line), put the new
+# digest in NODE_IMAGE below, rebuild, and note it in CHANGELOG.md.
+ARG NODE_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
 
-FROM node:20-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied.
@@ -14,7 +24,7 @@ COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 
-FROM node:20-bookworm-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 # git: the worker clones and pushes. bubblewrap: the local sandbox driver (SANDBOX_DRIVER=local on
 # a single machine); unused with the Kubernetes driver. tini: PID 1 that forwards SIGTERM.
 RUN apt-get update \

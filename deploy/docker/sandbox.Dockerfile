@@ -7,7 +7,10 @@
 # other toolchains get their own image through the admin policy (`sandbox.image` in `defaults` or in
 # a rule), built FROM this one.
 
-FROM debian:bookworm-slim
+# Base pinned by digest, tag beside it; refresh as for the app image (deploy/docker/app.Dockerfile):
+# `docker pull debian:bookworm-slim`, then `docker inspect --format '{{index .RepoDigests 0}}'`.
+ARG DEBIAN_IMAGE=debian:bookworm-slim@sha256:7b140f374b289a7c2befc338f42ebe6441b7ea838a042bbd5acbfca6ec875818
+FROM ${DEBIAN_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       bash coreutils findutils util-linux tar gzip xz-utils git ca-certificates procps \

@@ -3,8 +3,10 @@
  * `frognano-bot` entry point: dispatches to one module per command under `./commands/`, loaded lazily
  * so that `leaf-tool` (run once per tool call) does not pay for Probot or BullMQ.
  *
- * Exit codes: what the command returns; 2 for a usage error; 1 for an unexpected error.
+ * Exit codes: what the command returns; 2 for a usage error (the usage then goes to stderr); 1 for
+ * an unexpected error. `--version` prints the version of package.json.
  */
+import { readFileSync } from 'node:fs';
 import { AppError } from '../app-error.js';
 
 const COMMANDS: Record<string, string> = {
@@ -19,14 +21,30 @@ const COMMANDS: Record<string, string> = {
 
 function usage(): string {
   const lines = Object.entries(COMMANDS).map(([name, text]) => `  ${name.padEnd(16)} ${text}`);
-  return `usage: frognano-bot <command> [options]\n\ncommands:\n${lines.join('\n')}\n`;
+  return `usage: frognano-bot <command> [options]\n       frognano-bot --version\n\ncommands:\n${lines.join('\n')}\n\nfrognano-bot <command> --help shows a command's options.\n`;
+}
+
+/** The `version` of the package.json one level above `dist/` (or `src/` under tsx). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: unknown;
+  };
+  return typeof pkg.version === 'string' ? pkg.version : 'unknown';
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
+  if (name === '--version' || name === '-V' || name === 'version') {
+    process.stdout.write(`frognano-bot ${packageVersion()}\n`);
+    return 0;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(usage());
-    return name ? 0 : 2;
+    return 0;
+  }
+  if (!name) {
+    process.stderr.write(`frognano-bot: no command given\n\n${usage()}`);
+    return 2;
   }
   if (!Object.hasOwn(COMMANDS, name)) {
     process.stderr.write(`frognano-bot: unknown command "${name}"\n\n${usage()}`);

@@ -63,14 +63,26 @@ export async function cloneRepository(options: CloneOptions): Promise<{ headSha:
   return { headSha: head.stdout.toString('utf8').trim() };
 }
 
+/** libcurl's messages (GnuTLS and OpenSSL builds) for a server certificate git does not trust. */
+const UNTRUSTED_CERTIFICATE =
+  /server certificate verification failed|SSL certificate problem|certificate verify failed|certificate is not trusted/i;
+
 /**
  * Turn a failed git network operation into a `GITHUB_API_ERROR`: the server (or the way to it) failed.
- * Cancellation passes through unchanged.
+ * Not retryable when the repository or branch does not exist, or when git does not trust the
+ * server's certificate (the message then names GIT_SSL_CAINFO). Cancellation passes through unchanged.
  */
 export function remoteError(err: unknown, what: string): AppError {
   if (isAppError(err, 'CANCELLED')) return err;
   const stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : '';
   const missing = /not found|couldn't find remote ref|Remote branch .* not found/i.test(stderr);
+  const untrusted = UNTRUSTED_CERTIFICATE.test(stderr);
   const message = err instanceof Error ? err.message : String(err);
-  return new AppError('GITHUB_API_ERROR', `${what}: ${message}`, { retryable: !missing, cause: err });
+  const hint = untrusted
+    ? '; git does not trust the server certificate: set GIT_SSL_CAINFO to your internal CA bundle (README "Internal certificate authority")'
+    : '';
+  return new AppError('GITHUB_API_ERROR', `${what}: ${message}${hint}`, {
+    retryable: !missing && !untrusted,
+    cause: err,
+  });
 }

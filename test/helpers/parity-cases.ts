@@ -1,8 +1,10 @@
 /**
- * The Leaf observation parity corpus (`../shared/leaf-parity/cases.json` next to the repository):
- * what the reference Leaf tool runner returned for each tool call, byte for byte. This helper loads
- * it (zod-checked), lays out a case's workspace and substitutes `{{WORKSPACE}}`.
+ * The Leaf observation parity corpus (`test/fixtures/leaf-parity/cases.json`, a copy of the shared
+ * corpus; provenance in the README beside it): what the reference Leaf tool runner returned for each
+ * tool call, byte for byte. This helper loads it (zod-checked), lays out a case's workspace and
+ * substitutes `{{WORKSPACE}}`.
  */
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -16,10 +18,18 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-/** Absolute path of `cases.json` (`<repo>/../shared/leaf-parity/cases.json`). */
+/** Absolute path of `cases.json` (`<repo>/test/fixtures/leaf-parity/cases.json`). */
 export const PARITY_CASES_PATH = fileURLToPath(
-  new URL('../../../shared/leaf-parity/cases.json', import.meta.url),
+  new URL('../fixtures/leaf-parity/cases.json', import.meta.url),
 );
+
+/** sha256 (hex) of the corpus as copied from `shared/leaf-parity/` (its README says how to refresh). */
+export const PARITY_CASES_SHA256 = '3c21072e943060943ea2a858669300527d4d909bbde8fa90ae2342af4b9da622';
+
+/** sha256 (hex) of a file's bytes. */
+export function sha256OfFile(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
 
 const callSchema = z
   .object({
@@ -65,7 +75,7 @@ export type ParityCall = ParityCase['calls'][number];
 export function loadParityCases(path: string = PARITY_CASES_PATH): ParityCase[] {
   if (!existsSync(path)) {
     throw new Error(
-      `Leaf parity corpus not found at ${path}: it lives in the shared folder next to the repository (../shared/leaf-parity/cases.json); copy it there to run the parity tests`,
+      `Leaf parity corpus not found at ${path}: it is part of the repository (test/fixtures/leaf-parity/cases.json); restore it with git`,
     );
   }
   return z.array(caseSchema).parse(JSON.parse(readFileSync(path, 'utf8')));

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import jwt from 'jsonwebtoken';
 import { isAppError } from '../../app-error.js';
 import { loadEnv } from '../../config/env.js';
+import { isExampleHost } from '../../config/placeholders.js';
 import { createSglangClient, listModels } from '../../llm/sglang-client.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { probeEgress, type EgressTarget } from '../../sandbox/egress-probe.js';
@@ -16,11 +17,13 @@ import {
 } from '../../sandbox/local/local-sandbox.js';
 import { probeCgroupSupport, type CgroupSupport } from '../../sandbox/local/sandbox-cgroup.js';
 import type { Sandbox, SandboxFactory } from '../../sandbox/sandbox.js';
+import { checkTls, tlsFixFor } from './doctor-tls.js';
 
 /**
  * `frognano-bot doctor`: checks an install end to end and says, for each thing that is wrong, how
- * to fix it. Each check prints `✓ name` or `✗ name — fix: …`; the exit code is 1 when any check
- * failed. Checks that depend on a failed one are skipped (and count as failed).
+ * to fix it. Each check prints `✓ name`, `✗ name — fix: …` or `- name — skipped: …`; the exit code
+ * is 1 when any check failed. Checks that depend on a failed one are skipped: they are counted apart
+ * from the failed ones (the failure they depend on already sets the exit code).
  */
 
 /** Inputs of {@link runDoctorChecks}: the process configuration, as a plain object. */
@@ -60,6 +63,8 @@ export interface DoctorOptions {
    * host and the model server.
    */
   egressProbeTargets?: readonly EgressTarget[];
+  /** Where NODE_EXTRA_CA_CERTS and GIT_SSL_CAINFO are read for the bundle checks (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
   /** Bound on each network check, ms. Default 15 000 (the model request: 4× that). */
   timeoutMs?: number;
   /** Bound on the sandbox pod reaching Running, ms. Default 180 000. */
@@ -111,7 +116,8 @@ const PING_TOOL = {
 const SGLANG_FLAGS = '--reasoning-parser qwen3 --tool-call-parser qwen3_coder';
 
 /**
- * Run every check, in order: GitHub App, Redis, model server (list, then one tool call), then the
+ * Run every check, in order: the CA bundles and TLS to each `https:` endpoint ({@link checkTls}:
+ * Node and git trust), GitHub App, Redis, model server (list, then one tool call), then the
  * sandbox: for Kubernetes the API, each verb of {@link DRIVER_ACCESS} (SelfSubjectAccessReview),
  * a sandbox pod starting from the image; for the local driver a sandbox starting and each of its
  * whole-sandbox limits ({@link localLimitChecks}); then egress from the sandbox to the probe
@@ -120,6 +126,16 @@ const SGLANG_FLAGS = '--reasoning-parser qwen3 --tool-call-parser qwen3_coder';
 export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorCheck[]> {
   const timeoutMs = options.timeoutMs ?? 15_000;
   const checks: DoctorCheck[] = [];
+  checks.push(
+    ...(await checkTls(
+      [
+        { name: 'GitHub host', url: options.github.apiUrl, git: true },
+        { name: 'model server', url: options.model.url },
+      ],
+      { timeoutMs, env: options.env },
+    )),
+  );
+  checks.push(...checkPlaceholders(options));
   checks.push(await checkGithub(options, timeoutMs));
   checks.push(await checkRedis(options.redisUrl, timeoutMs));
   checks.push(...(await checkModel(options, timeoutMs)));
@@ -131,12 +147,28 @@ export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorChe
 export function formatDoctorReport(checks: readonly DoctorCheck[]): string {
   const lines = checks.map((c) => {
     if (c.status === 'ok') return `✓ ${c.name}${c.detail ? ` (${c.detail})` : ''}`;
-    if (c.status === 'skipped') return `✗ ${c.name} — skipped: ${c.detail ?? 'an earlier check failed'}`;
+    if (c.status === 'skipped') return `- ${c.name} — skipped: ${c.detail ?? 'an earlier check failed'}`;
     return `✗ ${c.name} — ${c.detail ? `${c.detail}; ` : ''}fix: ${c.fix ?? 'see the message'}`;
   });
-  const failed = checks.filter((c) => c.status !== 'ok').length;
-  lines.push(failed === 0 ? 'All checks passed.' : `${failed} of ${checks.length} checks failed.`);
+  lines.push(summarizeChecks(checks));
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The report's last line: `All 15 checks passed.`, or `2 of 15 checks failed, 3 skipped.` (skipped
+ * checks are not counted as failed).
+ */
+export function summarizeChecks(checks: readonly DoctorCheck[]): string {
+  const failed = checks.filter((c) => c.status === 'failed').length;
+  const skipped = checks.filter((c) => c.status === 'skipped').length;
+  const skippedText = skipped > 0 ? `, ${skipped} skipped` : '';
+  if (failed === 0) {
+    const passed = checks.length - skipped;
+    return skipped === 0
+      ? `All ${checks.length} checks passed.`
+      : `${passed} of ${checks.length} checks passed${skippedText}.`;
+  }
+  return `${failed} of ${checks.length} checks failed${skippedText}.`;
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -218,10 +250,33 @@ async function checkGithub(options: DoctorOptions, timeoutMs: number): Promise<D
     return {
       name,
       status: 'failed',
-      detail: `cannot reach the host: ${message}`,
-      fix: 'check GHE_HOST/GHE_PROTOCOL, DNS, and the github-egress NetworkPolicy CIDR (deploy/README.md)',
+      detail: `cannot reach the host: ${message}${causeMessage(err)}`,
+      fix:
+        tlsFixFor(err) ??
+        'check GHE_HOST/GHE_PROTOCOL, DNS, and the github-egress NetworkPolicy CIDR (deploy/README.md)',
     };
   }
+}
+
+/**
+ * The shipped configuration's example values (deploy/base/config.yaml: `github.example.com`,
+ * `registry.example.com/…`) left in place: one failed check naming each; nothing when there is none.
+ */
+function checkPlaceholders(options: DoctorOptions): DoctorCheck[] {
+  const values: [string, string][] = [
+    ['GHE_HOST', options.github.apiUrl],
+    ['MODEL_URL', options.model.url],
+    ['REDIS_URL', options.redisUrl],
+  ];
+  if (options.sandbox.driver === 'kubernetes') values.push(['SANDBOX_IMAGE', options.sandbox.image]);
+  return values
+    .filter(([, value]) => isExampleHost(value))
+    .map(([variable, value]) => ({
+      name: `${variable} is this site's own value`,
+      status: 'failed' as const,
+      detail: `${/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? redactUrl(value) : value} is a placeholder (a reserved example domain)`,
+      fix: `set ${variable} to your own ${variable === 'SANDBOX_IMAGE' ? 'image' : 'host'} (deploy/base/config.yaml; deploy/README.md, "Edit the configuration")`,
+    }));
 }
 
 async function checkRedis(url: string, timeoutMs: number): Promise<DoctorCheck> {
@@ -284,8 +339,11 @@ async function checkModel(options: DoctorOptions, timeoutMs: number): Promise<Do
       {
         name: listName,
         status: 'failed',
-        detail: (err as Error).message,
-        fix: `check MODEL_URL, and start SGLang with ${SGLANG_FLAGS}`,
+        // A certificate problem is not a server that is down: say only that.
+        detail: tlsFixFor(err)
+          ? `no TLS connection${causeMessage(err) || `: ${(err as Error).message}`}`
+          : (err as Error).message,
+        fix: tlsFixFor(err) ?? `check MODEL_URL, and start SGLang with ${SGLANG_FLAGS}`,
       },
       {
         name: 'model server returns parsed tool calls',
@@ -640,6 +698,19 @@ function kubeMessage(err: unknown): string {
   return e.message ?? String(err);
 }
 
+/** `: <message of the innermost cause>` when it says more than the error itself (fetch's "fetch failed"). */
+function causeMessage(err: unknown): string {
+  let e: unknown = err;
+  let innermost: string | undefined;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
+    const cause = (e as { cause?: unknown }).cause;
+    if (cause instanceof Error) innermost = cause.message;
+    e = cause;
+  }
+  const own = err instanceof Error ? err.message : '';
+  return innermost && !own.includes(innermost) ? ` (${innermost})` : '';
+}
+
 function redactUrl(url: string): string {
   try {
     const u = new URL(url);
@@ -667,10 +738,12 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 const USAGE = `usage: frognano-bot doctor [--json]
 
 Checks the install this process is configured for (the same environment variables as
-\`serve\` and \`worker\`): GitHub App and host, Redis, the model server (one tool call), and the
-sandbox driver (Kubernetes permissions, a sandbox pod starting; local: each whole-sandbox limit
-enforced or not, with the fix; egress blocked to SANDBOX_EGRESS_PROBE_TARGETS).
-Exit code 0 when every check passed, 1 otherwise.
+\`serve\` and \`worker\`): TLS to the GitHub host and the model server (with the CA bundle of
+NODE_EXTRA_CA_CERTS / GIT_SSL_CAINFO), GitHub App and host, Redis, the model server (one tool call),
+and the sandbox driver (Kubernetes permissions, a sandbox pod starting; local: each whole-sandbox
+limit enforced or not, with the fix; egress blocked to SANDBOX_EGRESS_PROBE_TARGETS).
+Exit code 0 when no check failed (skipped checks, shown with "-", do not count), 1 when one
+failed, 2 for a usage error.
 `;
 
 /**
@@ -733,5 +806,5 @@ export async function main(argv: string[]): Promise<number> {
   }
   const checks = await runDoctorChecks(options);
   process.stdout.write(values.json ? `${JSON.stringify(checks, null, 2)}\n` : formatDoctorReport(checks));
-  return checks.every((c) => c.status === 'ok') ? 0 : 1;
+  return checks.some((c) => c.status === 'failed') ? 1 : 0;
 }

@@ -3,7 +3,8 @@ import { loadEnv, type AppEnv } from '../../config/env.js';
 import { createLogger, type Logger } from '../../observability/logger.js';
 
 /**
- * The `main` of a long-running command (`serve`, `worker`): parse `--help`, read the environment
+ * The `main` of a long-running command (`serve`, `worker`): parse `--help` (an unknown option: the
+ * usage on stderr and 2), read the environment
  * (a missing or malformed variable throws `CONFIG_INVALID`, which the CLI prints and exits 1 on),
  * start, wait for SIGTERM or SIGINT, close gracefully, return 0.
  *
@@ -16,11 +17,18 @@ export async function runService(
   start: (env: AppEnv, logger: Logger) => Promise<{ close(): Promise<void> }>,
   stopping: string,
 ): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { help: { type: 'boolean', short: 'h' } },
-    strict: true,
-  });
+  let values: { help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (err) {
+    // A usage error: the message and the usage on stderr, exit 2 (as every command does).
+    process.stderr.write(`${(err as Error).message}\n\n${usage}`);
+    return 2;
+  }
   if (values.help) {
     process.stdout.write(usage);
     return 0;

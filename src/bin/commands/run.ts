@@ -86,6 +86,13 @@ export async function main(argv: string[]): Promise<number> {
   const maxTimeSec = positiveInt(values['max-time'], '--max-time');
   if (typeof maxSteps === 'string') return usageError(maxSteps);
   if (typeof maxTimeSec === 'string') return usageError(maxTimeSec);
+  const modelUrl = values['model-url'];
+  const replay = modelUrl.startsWith('replay:');
+  if (!replay && !isHttpUrl(modelUrl)) {
+    return usageError(
+      `--model-url must be an http:// or https:// URL (e.g. ${DEFAULT_MODEL_URL}) or replay:<trajectory.json> (got "${modelUrl}")`,
+    );
+  }
 
   const issueText = await readIssue(values.issue);
   if (!issueText.trim()) return usageError('the issue text is empty');
@@ -94,9 +101,7 @@ export async function main(argv: string[]): Promise<number> {
     level: process.env.LOG_LEVEL ?? 'warn',
     destination: process.stderr as never,
   });
-  const modelUrl = values['model-url'];
   const apiKey = values['api-key'] ?? process.env.MODEL_API_KEY;
-  const replay = modelUrl.startsWith('replay:');
   if (!replay) {
     try {
       await listModels(modelUrl, apiKey);
@@ -226,6 +231,16 @@ function egressTargets(canary: Server, modelUrl: string | null, repo: string): E
     });
   }
   return targets;
+}
+
+/** Whether `text` parses as an absolute http: or https: URL (what an OpenAI-compatible server has). */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
 
 function positiveInt(value: string | undefined, flag: string): number | undefined | string {

@@ -1,7 +1,7 @@
 /**
  * The five Leaf tools (Read, Write, Edit, Glob, Bash) on the {@link Sandbox} interface, returning the
  * observation strings of the reference Leaf harness (`frognano/harness/leaf/tool_runner.py` of
- * microsoft/FrogNano) byte for byte; `../shared/leaf-parity/cases.json` is the acceptance corpus.
+ * microsoft/FrogNano) byte for byte; `test/fixtures/leaf-parity/cases.json` is the acceptance corpus.
  */
 import { SandboxFileError } from '../../sandbox/sandbox.js';
 import { bashTool } from './bash.js';

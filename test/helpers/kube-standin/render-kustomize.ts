@@ -9,26 +9,61 @@ import { parseAllDocuments } from 'yaml';
  * (`npm run test:k8s`) checks that both agree.
  *
  * Supported `kustomization.yaml` keys: `apiVersion`, `kind`, `resources` (files and directories),
+ * `components` (directories of `kind: Component` with the same keys), `configMapGenerator`
+ * (`name`, `namespace`, `files` as `path` or `key=path`, `literals`, `options.labels`, and
+ * `options.disableNameSuffixHash: true`, which is required: the hash suffix is not reproduced),
  * `patches` (`- path:` strategic-merge patches of whole objects, matched by kind, name and
  * namespace) and `images` (`name`, `newName`, `newTag`). Any other key throws, so the renderer
  * cannot silently ignore what kustomize would do.
  *
  * Strategic merge, as far as used here: maps merge key by key (`null` deletes), lists of objects
- * merge by `name` (containers, env, volumes, ports with names), every other list is replaced.
+ * merge by `name` (containers, env, volumes, ports with names; items only the patch has come
+ * first, as kustomize orders them), every other list is replaced.
  */
 export function renderKustomization(dir: string): Record<string, unknown>[] {
   const file = path.join(dir, 'kustomization.yaml');
   const k = parseOne(readFileSync(file, 'utf8'), file) as Record<string, unknown>;
-  const known = new Set(['apiVersion', 'kind', 'resources', 'patches', 'images']);
-  for (const key of Object.keys(k)) {
-    if (!known.has(key))
-      throw new Error(`${file}: kustomization key "${key}" is not supported by the test renderer`);
-  }
   const objects: Record<string, unknown>[] = [];
   for (const entry of (k.resources as string[] | undefined) ?? []) {
     const target = path.join(dir, entry);
     if (statSync(target).isDirectory()) objects.push(...renderKustomization(target));
     else objects.push(...readObjects(target));
+  }
+  applyKustomization(dir, file, k, objects);
+  return objects;
+}
+
+/** Apply one kustomization's (or component's) components, generators, patches and images to `objects`. */
+function applyKustomization(
+  dir: string,
+  file: string,
+  k: Record<string, unknown>,
+  objects: Record<string, unknown>[],
+): void {
+  const known = new Set([
+    'apiVersion',
+    'kind',
+    'resources',
+    'components',
+    'configMapGenerator',
+    'patches',
+    'images',
+  ]);
+  for (const key of Object.keys(k)) {
+    if (!known.has(key))
+      throw new Error(`${file}: kustomization key "${key}" is not supported by the test renderer`);
+  }
+  for (const entry of (k.components as string[] | undefined) ?? []) {
+    const componentDir = path.join(dir, entry);
+    const componentFile = path.join(componentDir, 'kustomization.yaml');
+    const c = parseOne(readFileSync(componentFile, 'utf8'), componentFile) as Record<string, unknown>;
+    if (c.kind !== 'Component') throw new Error(`${componentFile}: expected kind: Component`);
+    for (const r of (c.resources as string[] | undefined) ?? [])
+      objects.push(...readObjects(path.join(componentDir, r)));
+    applyKustomization(componentDir, componentFile, { ...c, resources: undefined }, objects);
+  }
+  for (const g of (k.configMapGenerator as ConfigMapGenerator[] | undefined) ?? []) {
+    objects.push(generateConfigMap(dir, file, g));
   }
   for (const patch of (k.patches as { path?: string }[] | undefined) ?? []) {
     if (!patch.path) throw new Error(`${file}: only "- path:" patches are supported by the test renderer`);
@@ -41,7 +76,42 @@ export function renderKustomization(dir: string): Record<string, unknown>[] {
   for (const image of (k.images as { name: string; newName?: string; newTag?: string }[] | undefined) ?? []) {
     for (const o of objects) rewriteImages(o, image);
   }
-  return objects;
+}
+
+interface ConfigMapGenerator {
+  name: string;
+  namespace?: string;
+  behavior?: string;
+  files?: string[];
+  literals?: string[];
+  options?: { labels?: Record<string, string>; disableNameSuffixHash?: boolean };
+}
+
+/** A ConfigMap as kustomize's `configMapGenerator` makes it (files keyed by base name or `key=`). */
+function generateConfigMap(dir: string, file: string, g: ConfigMapGenerator): Record<string, unknown> {
+  if (g.behavior !== undefined && g.behavior !== 'create')
+    throw new Error(
+      `${file}: configMapGenerator behavior "${g.behavior}" is not supported by the test renderer`,
+    );
+  if (g.options?.disableNameSuffixHash !== true)
+    throw new Error(
+      `${file}: configMapGenerator ${g.name}: the test renderer needs options.disableNameSuffixHash: true`,
+    );
+  const data: Record<string, string> = {};
+  for (const entry of g.files ?? []) {
+    const [key, rel] = entry.includes('=')
+      ? (entry.split('=', 2) as [string, string])
+      : [path.basename(entry), entry];
+    data[key] = readFileSync(path.join(dir, rel), 'utf8');
+  }
+  for (const literal of g.literals ?? []) {
+    const i = literal.indexOf('=');
+    data[literal.slice(0, i)] = literal.slice(i + 1);
+  }
+  const metadata: Record<string, unknown> = { name: g.name };
+  if (g.namespace) metadata.namespace = g.namespace;
+  if (g.options.labels) metadata.labels = g.options.labels;
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata, data };
 }
 
 /** `Kind/namespace/name` of an object. */
@@ -84,12 +154,14 @@ function merge(base: unknown, patch: unknown): unknown {
       l.every((i) => i && typeof i === 'object' && typeof (i as { name?: unknown }).name === 'string');
     if (!keyed(base) || !keyed(patch)) return patch;
     const out = [...base] as { name: string }[];
+    const added: { name: string }[] = [];
     for (const item of patch as { name: string }[]) {
       const i = out.findIndex((o) => o.name === item.name);
-      if (i < 0) out.push(item);
+      if (i < 0) added.push(item);
       else out[i] = merge(out[i], item) as { name: string };
     }
-    return out;
+    // kustomize's strategic merge puts the items only the patch has before the original ones.
+    return [...added, ...out];
   }
   if (patch && typeof patch === 'object') {
     const out: Record<string, unknown> =

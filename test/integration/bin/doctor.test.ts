@@ -53,6 +53,7 @@ describe('frognano-bot doctor', () => {
       image: 'frognano-sandbox:test',
     },
     timeoutMs: 5000,
+    env: {}, // no CA bundle checks: the stand-ins are plain HTTP (doctor-tls.test.ts covers TLS)
   });
   const byName = (checks: DoctorCheck[], prefix: string): DoctorCheck => {
     const c = checks.find((x) => x.name.startsWith(prefix));
@@ -121,7 +122,7 @@ describe('frognano-bot doctor', () => {
     expect(kube.policyNames(NS)).toEqual([]);
     const report = formatDoctorReport(checks);
     expect(report.split('\n').filter((l) => l.startsWith('✓ '))).toHaveLength(checks.length);
-    expect(report.trimEnd().endsWith('All checks passed.')).toBe(true);
+    expect(report.trimEnd().endsWith(`All ${checks.length} checks passed.`)).toBe(true);
   });
 
   it('a private key of another App: the GitHub check fails with the fix', async () => {
@@ -207,6 +208,10 @@ describe('frognano-bot doctor', () => {
     const api = byName(checks, 'Kubernetes API');
     expect([api.status, api.detail]).toEqual(['failed', expect.stringContaining('401')]);
     expect(checks.filter((c) => c.status === 'skipped')).toHaveLength(10);
+    // Skipped checks are shown apart and not counted as failed.
+    const report = formatDoctorReport(checks);
+    expect(report).toContain('- sandbox pod starts from img — skipped: the Kubernetes API is unreachable');
+    expect(report.trimEnd().split('\n').at(-1)).toBe(`1 of ${checks.length} checks failed, 10 skipped.`);
   });
 
   it('a sandbox image that cannot be pulled: the start check fails with the fix', async () => {
@@ -223,6 +228,19 @@ describe('frognano-bot doctor', () => {
     } finally {
       kube.faults.imagePull = false;
     }
+  });
+
+  it('the shipped example sandbox image left in place: a placeholder check fails with the file to edit', async () => {
+    const image = 'registry.example.com/frognano/frognano-sandbox:0.1.0';
+    const checks = await runDoctorChecks({
+      ...healthy(),
+      sandbox: { driver: 'kubernetes', kubeConfig: kube.kubeConfig(), namespace: NS, image },
+    });
+    expect(failedNames(checks)).toEqual(["SANDBOX_IMAGE is this site's own value"]);
+    expect(byName(checks, 'SANDBOX_IMAGE')).toMatchObject({
+      detail: `${image} is a placeholder (a reserved example domain)`,
+      fix: expect.stringContaining('deploy/base/config.yaml'),
+    });
   });
 
   it('a cluster that ignores NetworkPolicy: the egress check fails', async () => {

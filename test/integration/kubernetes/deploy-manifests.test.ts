@@ -1,11 +1,15 @@
+import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { parseAdminPolicy } from '../../../src/config/policy.js';
 import { idOf, renderKustomization } from '../../helpers/kube-standin/render-kustomize.js';
 import { validateKubernetesObject } from '../../helpers/kube-standin/validate-object.js';
 
 // deploy/ rendered as `kubectl kustomize deploy/overlays/<name>` would (test/helpers/kube-standin/
-// render-kustomize.ts; `npm run test:k8s` compares the two), every object validated against the
-// Kubernetes OpenAPI schema, and the security fields checked.
+// render-kustomize.ts; compared with the real `kubectl kustomize` below where kubectl is installed,
+// and in CI by scripts/check-deploy.sh), every object validated against the Kubernetes OpenAPI
+// schema, and the security fields checked.
 
 /** Rendered YAML, read freely (each object is schema-validated in the first test). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -218,7 +222,11 @@ describe('overlay differences', () => {
     expect(podSpec(find(p, 'Deployment', 'frognano-server')).containers[0].image).toBe(
       'registry.example.com/frognano/frognano-bot:0.1.0',
     );
-    expect(find(p, 'NetworkPolicy', 'github-egress').spec.egress[0].to[0].ipBlock.cidr).toBe('10.20.30.0/24');
+    // Placeholders from the documentation range, which scripts/check-placeholders.mjs refuses.
+    expect(find(p, 'NetworkPolicy', 'github-egress').spec.egress[0].to[0].ipBlock.cidr).toBe('192.0.2.10/32');
+    expect(find(p, 'NetworkPolicy', 'apiserver-egress').spec.egress[0].to[0].ipBlock.cidr).toBe(
+      '192.0.2.20/32',
+    );
   });
 
   it('dev: one replica, debug logs, a small sandbox quota, local images, egress that works on kind', () => {
@@ -251,6 +259,15 @@ describe('Dockerfiles', () => {
     expect(app).toMatch(/^USER 10001:10001$/m);
   });
 
+  it('builds both app stages on Node 24 LTS pinned by digest, the tag beside it', () => {
+    const app = readFileSync('deploy/docker/app.Dockerfile', 'utf8');
+    expect(app).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim@sha256:[0-9a-f]{64}$/m);
+    expect(app.match(/^FROM \$\{NODE_IMAGE\} AS (build|runtime)$/gm)).toHaveLength(2);
+    expect(readFileSync('deploy/docker/sandbox.Dockerfile', 'utf8')).toMatch(
+      /^ARG DEBIAN_IMAGE=debian:bookworm-slim@sha256:[0-9a-f]{64}$/m,
+    );
+  });
+
   it('builds the sandbox image non-root (uid 1000) with git, bash, coreutils, python3 and pytest', () => {
     const sandbox = readFileSync('deploy/docker/sandbox.Dockerfile', 'utf8');
     expect(sandbox).toMatch(/^USER 1000:1000$/m);
@@ -265,6 +282,57 @@ describe('Dockerfiles', () => {
       'python3-pytest',
     ]) {
       expect(sandbox).toMatch(new RegExp(`\\s${pkg}\\s`));
+    }
+  });
+});
+
+describe('generated and optional parts', () => {
+  it('generates the frognano-policy ConfigMap from deploy/base/policy.yaml, a valid admin policy', () => {
+    const text = readFileSync('deploy/base/policy.yaml', 'utf8');
+    for (const objects of Object.values(overlays)) {
+      const cm = find(objects, 'ConfigMap', 'frognano-policy', 'frognano');
+      expect(cm.data).toEqual({ 'policy.yaml': text });
+    }
+    expect(() => parseAdminPolicy(text, 'deploy/base/policy.yaml')).not.toThrow();
+    // The Deployments mount it under its own name (no hash suffix: the file is reloaded in place).
+    const volumes = podSpec(find(overlays.production, 'Deployment', 'frognano-worker')).volumes as Obj[];
+    expect(volumes.find((v) => v.name === 'policy')?.configMap.name).toBe('frognano-policy');
+  });
+
+  it('the internal-ca component mounts the CA bundle read-only and points Node and git at it', () => {
+    const objects = renderKustomization('test/fixtures/deploy/production-internal-ca');
+    expect(objects.flatMap((o) => validateKubernetesObject(o))).toEqual([]);
+    expect(find(objects, 'ConfigMap', 'frognano-env').data).toMatchObject({
+      NODE_EXTRA_CA_CERTS: '/etc/frognano/ca/ca.crt',
+      GIT_SSL_CAINFO: '/etc/frognano/ca/ca.crt',
+    });
+    for (const name of ['frognano-server', 'frognano-worker']) {
+      const spec = podSpec(find(objects, 'Deployment', name));
+      expect(spec.volumes).toContainEqual({
+        name: 'ca-bundle',
+        configMap: { name: 'frognano-ca-bundle', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+      });
+      expect(spec.containers[0].volumeMounts).toContainEqual({
+        name: 'ca-bundle',
+        mountPath: '/etc/frognano/ca',
+        readOnly: true,
+      });
+      // Still the hardened container: the bundle did not need a writable root filesystem.
+      expect(spec.containers[0].securityContext.readOnlyRootFilesystem).toBe(true);
+    }
+  });
+
+  const hasKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+  it.skipIf(!hasKubectl)('the test renderer agrees with `kubectl kustomize` (skipped: no kubectl)', () => {
+    for (const dir of [
+      'deploy/overlays/dev',
+      'deploy/overlays/production',
+      'test/fixtures/deploy/production-internal-ca',
+    ]) {
+      const text = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+      const theirs = parseAllDocuments(text).map((d) => d.toJS() as Record<string, unknown>);
+      const byId = (l: Record<string, unknown>[]) => Object.fromEntries(l.map((o) => [idOf(o), o]));
+      expect(byId(renderKustomization(dir)), dir).toEqual(byId(theirs));
     }
   });
 });

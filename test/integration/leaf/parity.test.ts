@@ -1,5 +1,5 @@
 /**
- * Observation parity with the reference Leaf harness: every call of `../shared/leaf-parity/cases.json`
+ * Observation parity with the reference Leaf harness: every call of `test/fixtures/leaf-parity/cases.json`
  * runs through `executeTool` in a real local (bubblewrap) sandbox and must return the recorded
  * observation byte for byte, then the files must hold `expected_files`.
  *
@@ -17,6 +17,9 @@ import {
   clearDirectory,
   layoutWorkspace,
   loadParityCases,
+  PARITY_CASES_PATH,
+  PARITY_CASES_SHA256,
+  sha256OfFile,
   substituteWorkspace,
   type ParityCall,
 } from '../../helpers/parity-cases.js';
@@ -51,7 +54,8 @@ function callArguments(call: ParityCall): Record<string, unknown> {
 }
 
 describe('Leaf tools reproduce the reference observations', () => {
-  it('has the whole corpus', () => {
+  it('has the whole corpus, unchanged since it was copied (test/fixtures/leaf-parity/README.md)', () => {
+    expect(sha256OfFile(PARITY_CASES_PATH)).toBe(PARITY_CASES_SHA256);
     expect(cases.length).toBe(66);
     expect(totalCalls).toBe(71);
   });
