@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -553,6 +554,33 @@ describe('createSglangClient cancellation', () => {
     );
     expect(err.code).toBe('CANCELLED');
     expect(s.requests).toHaveLength(1);
+  });
+
+  it('leaves no abort listener on the loop signal after each request (150 requests, no warning)', async () => {
+    const turns = 150;
+    const s = await start(Array.from({ length: turns }, () => ({ kind: 'final', content: 'ok' }) as const));
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w);
+    };
+    process.on('warning', onWarning);
+    try {
+      const controller = new AbortController();
+      const c = client(s.url);
+      const before = getEventListeners(controller.signal, 'abort').length;
+      const counts: number[] = [];
+      for (let i = 0; i < turns; i++) {
+        await c.complete({ messages: history, tools, signal: controller.signal });
+        counts.push(getEventListeners(controller.signal, 'abort').length);
+      }
+      // Let a warning emitted on process.nextTick arrive before asserting.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(s.requests).toHaveLength(turns);
+      expect(new Set(counts)).toEqual(new Set([before]));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
 
