@@ -16,6 +16,7 @@ import { executeTool, readLeafToolSettings } from '../src/leaf/tools/index.js';
 import type { ChatMessage, ChatModel } from '../src/llm/chat-model.js';
 import { createLocalSandboxFactory } from '../src/sandbox/local/local-sandbox.js';
 import { benchGithubApp } from './github-app.js';
+import { benchToolsAtScale } from './tools-at-scale.js';
 
 function stats(samples: number[]): { median: number; p95: number } {
   const s = [...samples].sort((a, b) => a - b);
@@ -152,6 +153,8 @@ try {
   await sandbox.destroy();
   rmSync(tmp, { recursive: true, force: true });
 }
+
+await benchToolsAtScale();
 
 await benchGithubApp().catch((err: unknown) =>
   console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`),
