@@ -17,6 +17,7 @@ import type { ChatMessage, ChatModel } from '../src/llm/chat-model.js';
 import { createLocalSandboxFactory } from '../src/sandbox/local/local-sandbox.js';
 import { benchGithubApp } from './github-app.js';
 import { benchToolsAtScale } from './tools-at-scale.js';
+import { benchTrajectoryAppend } from './trajectory-append.js';
 
 function stats(samples: number[]): { median: number; p95: number } {
   const s = [...samples].sort((a, b) => a - b);
@@ -155,6 +156,7 @@ try {
 }
 
 await benchToolsAtScale();
+await benchTrajectoryAppend();
 
 await benchGithubApp().catch((err: unknown) =>
   console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`),
