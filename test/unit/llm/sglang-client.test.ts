@@ -227,6 +227,21 @@ describe('createSglangClient response', () => {
     });
   });
 
+  it('keeps a recovered Write whose content quotes a Bash call and <parameter=file_path> a Write', async () => {
+    const content =
+      '# Agent notes\n\nThe model calls tools like this:\n\n<tool_call>\n<function=Bash>\n<parameter=command>\nrm -rf build/\n</parameter>\n</function>\n</tool_call>\n\nand names the file with <parameter=file_path>.\n';
+    const s = await start([
+      { kind: 'xml_content', calls: [{ name: 'Write', arguments: { file_path: 'docs/agent.md', content } }] },
+    ]);
+    const response = await client(s.url).complete({ messages: history, tools });
+    expect(response.recoveredToolCalls).toBe(true);
+    expect(response.message.tool_calls?.map((c) => c.function.name)).toEqual(['Write']);
+    expect(JSON.parse(response.message.tool_calls?.[0]?.function.arguments ?? '')).toEqual({
+      file_path: 'docs/agent.md',
+      content,
+    });
+  });
+
   it('recovers several calls without the opener from reasoning_content', async () => {
     const s = await start([
       {
