@@ -16,6 +16,8 @@ import { executeTool, readLeafToolSettings } from '../src/leaf/tools/index.js';
 import type { ChatMessage, ChatModel } from '../src/llm/chat-model.js';
 import { createLocalSandboxFactory } from '../src/sandbox/local/local-sandbox.js';
 import { benchGithubApp } from './github-app.js';
+import { benchToolsAtScale } from './tools-at-scale.js';
+import { benchTrajectoryAppend } from './trajectory-append.js';
 
 function stats(samples: number[]): { median: number; p95: number } {
   const s = [...samples].sort((a, b) => a - b);
@@ -152,6 +154,9 @@ try {
   await sandbox.destroy();
   rmSync(tmp, { recursive: true, force: true });
 }
+
+await benchToolsAtScale();
+await benchTrajectoryAppend();
 
 await benchGithubApp().catch((err: unknown) =>
   console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`),

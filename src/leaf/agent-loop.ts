@@ -1,8 +1,7 @@
-import { mkdir, rename, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { AppError } from '../app-error.js';
 import type { AssistantMessage, ChatMessage, ChatModel, ChatResponse } from '../llm/chat-model.js';
 import { createSilentLogger, type Logger } from '../observability/logger.js';
+import { createTrajectoryJournal } from '../observability/trajectory-journal.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { LEAF_PROTOCOL } from './protocol.js';
 import {
@@ -38,7 +37,11 @@ export interface AgentLoopOptions {
   /** Aborting ends the loop as `cancelled` (the current request and tool call are aborted). */
   signal?: AbortSignal;
   logger?: Logger;
-  /** Where to write the trajectory JSON after every step (atomically: temp file + rename). */
+  /**
+   * Where to write the trajectory JSON when the loop ends (atomically: temp file + rename); while
+   * it runs, each step is appended to the journal beside it (`<name>.jsonl`, see
+   * observability/trajectory-journal.ts), removed once the JSON file is written.
+   */
   trajectoryPath?: string;
   /** Called after every step (after the trajectory was written). Errors thrown here end the loop. */
   onStep?: (step: TrajectoryStep, trajectory: Trajectory) => void | Promise<void>;
@@ -89,6 +92,12 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
     elapsedMs: 0,
     patch: null,
   };
+
+  // Appended after every step (a step's cost does not grow with the history), written whole at
+  // the end; a crash leaves the journal, which the trajectory readers accept.
+  const journal = options.trajectoryPath
+    ? createTrajectoryJournal(options.trajectoryPath, logger)
+    : undefined;
 
   let baseCommit: string | null = null;
   try {
@@ -199,7 +208,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
         }
       }
       trajectory.elapsedMs = now() - started;
-      await writeTrajectory(options.trajectoryPath, trajectory, logger);
+      await journal?.append(trajectory);
       await options.onStep?.(step, trajectory);
       if (trajectory.exitReason !== null) break;
     }
@@ -216,7 +225,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
     }
   }
   trajectory.elapsedMs = now() - started;
-  await writeTrajectory(options.trajectoryPath, trajectory, logger);
+  await journal?.finish(trajectory);
   logger.info(
     { exitReason: trajectory.exitReason, steps: trajectory.steps.length, elapsedMs: trajectory.elapsedMs },
     'agent loop ended',
@@ -236,23 +245,6 @@ function normaliseAssistant(message: AssistantMessage): AssistantMessage {
   }
   if (message.tool_calls && message.tool_calls.length > 0) out.tool_calls = message.tool_calls;
   return out;
-}
-
-async function writeTrajectory(
-  path: string | undefined,
-  trajectory: Trajectory,
-  logger: Logger,
-): Promise<void> {
-  if (!path) return;
-  try {
-    await mkdir(dirname(path), { recursive: true });
-    const tmp = `${path}.${process.pid}.tmp`;
-    await writeFile(tmp, JSON.stringify(trajectory, null, 1));
-    await rename(tmp, path);
-  } catch (err) {
-    // A trajectory that cannot be written must not kill the run; it is logged loudly.
-    logger.error({ err, path }, 'could not write the trajectory');
-  }
 }
 
 function reasonOf(signal: AbortSignal): string {

@@ -29,9 +29,14 @@ import type { AssistantMessage, ToolCall } from './chat-model.js';
  *   `</function>` is missing ends at `</tool_call>`; several calls may follow each other;
  * - a parameter is `<parameter=NAME>` VALUE and ends at `</parameter>`, or at the next
  *   `<parameter=`, or at the end of the function body;
+ * - markup inside a value is part of the value (a Write of a document that quotes a call): a
+ *   closing tag is structure only when a delimiter follows it (another parameter, the end of the
+ *   function, the end of the call), as in vLLM's parser; among the readings left, the first one
+ *   in which no parameter repeats and no stray closing tag follows the call wins (see `parseCall`);
  * - from VALUE exactly one leading `\n` and one trailing `\n` are removed, nothing else (so a file
  *   body keeps its indentation and blank lines);
- * - values are typed by the tool's JSON schema (`parameters.properties[name].type`): `string` keeps
+ * - values are typed by the tool's JSON schema (`parameters.properties[name].type`, else the first
+ *   non-null type of its `anyOf` / `oneOf`): `string` keeps
  *   the text as is ("03106" stays "03106"); `integer` / `number` parse numbers; `boolean` parses
  *   `true` / `false` (any case); `object` / `array` parse JSON; a parameter the schema does not know,
  *   or a tool not in the list, keeps the string.
@@ -44,7 +49,8 @@ import type { AssistantMessage, ToolCall } from './chat-model.js';
  *   which would turn a file whose content is `null` into no content);
  * - non-string values are trimmed before parsing (` 42 ` is 42);
  * - a `<function=` without `</function>` or `</tool_call>` (output cut off by the token cap) is not
- *   recovered and stays in the text: running a truncated `Write` would write a truncated file.
+ *   recovered and stays in the text: running a truncated `Write` would write a truncated file;
+ *   the text after it stays text too, so a call quoted inside its content cannot run instead.
  */
 
 const TOOL_CALL_OPEN = '<tool_call>';
@@ -110,40 +116,31 @@ export function parseQwen3CoderToolCalls(
     const nameEnd = text.indexOf('>', fnStart + FUNCTION_OPEN.length);
     if (nameEnd === -1) break;
     const name = text.slice(fnStart + FUNCTION_OPEN.length, nameEnd).trim();
-    const nextFn = text.indexOf(FUNCTION_OPEN, nameEnd + 1);
-    const bodyEnd = firstBefore(
-      nextFn,
-      text.indexOf(FUNCTION_CLOSE, nameEnd + 1),
-      text.indexOf(TOOL_CALL_CLOSE, nameEnd + 1),
-    );
-    if (bodyEnd === -1 || !NAME_PATTERN.test(name)) {
-      // Unterminated (cut off) or not a call at all: leave it in the text.
+    if (!NAME_PATTERN.test(name)) {
+      // Not a call at all: leave it in the text.
       pos = nameEnd + 1;
       continue;
     }
-    const body = text.slice(nameEnd + 1, bodyEnd);
-    const closer = text.startsWith(FUNCTION_CLOSE, bodyEnd) ? FUNCTION_CLOSE : TOOL_CALL_CLOSE;
-    let end = bodyEnd + closer.length;
-    if (closer === FUNCTION_CLOSE) {
-      const afterSpace = skipWhitespace(text, end);
-      if (text.startsWith(TOOL_CALL_CLOSE, afterSpace)) end = afterSpace + TOOL_CALL_CLOSE.length;
-    }
+    const call = parseCall(text, nameEnd + 1);
+    // A call that never ends was cut off (token cap): it stays text, and so does everything after
+    // it, since a call quoted inside its values must not run in its place.
+    if (call === undefined) break;
     let start = fnStart;
     const beforeSpace = skipWhitespaceBackward(text, fnStart);
     if (text.slice(0, beforeSpace).endsWith(TOOL_CALL_OPEN)) start = beforeSpace - TOOL_CALL_OPEN.length;
 
     const types = schemas.get(name);
     const args: Record<string, unknown> = {};
-    for (const [paramName, raw] of parseParameters(body)) {
-      args[paramName] = typeValue(raw, types?.get(paramName));
+    for (const [paramName, raw] of call.params) {
+      if (NAME_PATTERN.test(paramName)) args[paramName] = typeValue(raw, types?.get(paramName));
     }
     toolCalls.push({
       id: generateId(),
       type: 'function',
       function: { name, arguments: JSON.stringify(args) },
     });
-    removed.push([start, end]);
-    pos = end;
+    removed.push([start, call.end]);
+    pos = call.end;
   }
 
   if (removed.length === 0) return { toolCalls, text };
@@ -189,16 +186,6 @@ export function recoverQwen3CoderToolCalls(
   return { message, recovered: false };
 }
 
-/** The smallest index ≥ 0 among `candidates` that comes before `limit` (when `limit` ≥ 0); else -1. */
-function firstBefore(limit: number, ...candidates: number[]): number {
-  let best = -1;
-  for (const c of candidates) {
-    if (c === -1 || (limit !== -1 && c > limit)) continue;
-    if (best === -1 || c < best) best = c;
-  }
-  return best;
-}
-
 function skipWhitespace(text: string, from: number): number {
   let i = from;
   while (i < text.length && /\s/.test(text[i] as string)) i++;
@@ -211,36 +198,129 @@ function skipWhitespaceBackward(text: string, from: number): number {
   return i;
 }
 
-/** The `<parameter=…>` entries of a function body, in order; a repeated name keeps the last value. */
-function parseParameters(body: string): Map<string, string> {
-  const params = new Map<string, string>();
-  let pos = 0;
-  for (;;) {
-    const start = body.indexOf(PARAMETER_OPEN, pos);
-    if (start === -1) break;
-    const nameEnd = body.indexOf('>', start + PARAMETER_OPEN.length);
-    if (nameEnd === -1) break;
-    const name = body.slice(start + PARAMETER_OPEN.length, nameEnd).trim();
-    const valueStart = nameEnd + 1;
-    const close = body.indexOf(PARAMETER_CLOSE, valueStart);
-    const next = body.indexOf(PARAMETER_OPEN, valueStart);
-    let value: string;
-    if (close !== -1 && (next === -1 || close < next)) {
-      value = body.slice(valueStart, close);
-      pos = close + PARAMETER_CLOSE.length;
-    } else if (next !== -1) {
-      value = body.slice(valueStart, next);
-      pos = next;
-    } else {
-      value = body.slice(valueStart);
-      pos = body.length;
+/** One parsed call: its parameters in order (raw values) and the index just past its end. */
+interface ParsedCall {
+  params: Array<[name: string, value: string]>;
+  end: number;
+}
+
+/** Upper bound on the parses tried for one call, so hostile text cannot make recovery slow. */
+const MAX_PARSE_ATTEMPTS = 2_000;
+/** Upper bound on the places one value may end that are tried. */
+const MAX_VALUE_ENDS = 64;
+
+/**
+ * Parse one call whose body starts at `bodyStart` (just after `<function=NAME>`).
+ *
+ * Markup may appear inside a value (a document quoting a call), so a closing tag is structure only
+ * when what follows it is a delimiter: `</parameter>` must be followed (after whitespace) by
+ * another `<parameter=`, `</function>` or `</tool_call>`. Where several readings remain, the first
+ * consistent one wins: no parameter given twice, and no stray `</parameter>` or `</function>`
+ * between the end of the call and the next `<function=` (which would mean the call really ended
+ * later). A value without `</parameter>` ends at the next `<parameter=` or at the end of the
+ * function, tried after every explicit end. When no reading is consistent the first complete one
+ * is used.
+ *
+ * @returns `undefined` when no reading reaches the end of the function (output cut off).
+ */
+function parseCall(text: string, bodyStart: number): ParsedCall | undefined {
+  let attempts = 0;
+  let fallback: ParsedCall | undefined;
+  const params: Array<[string, string]> = [];
+
+  const atStructure = (i: number): number | undefined => {
+    if (text.startsWith(PARAMETER_OPEN, i)) return i;
+    if (text.startsWith(FUNCTION_CLOSE, i) || text.startsWith(TOOL_CALL_CLOSE, i)) return i;
+    return undefined;
+  };
+
+  const finish = (i: number): ParsedCall | undefined => {
+    let end = i + (text.startsWith(FUNCTION_CLOSE, i) ? FUNCTION_CLOSE.length : TOOL_CALL_CLOSE.length);
+    if (text.startsWith(FUNCTION_CLOSE, i)) {
+      const afterSpace = skipWhitespace(text, end);
+      if (text.startsWith(TOOL_CALL_CLOSE, afterSpace)) end = afterSpace + TOOL_CALL_CLOSE.length;
     }
-    if (!NAME_PATTERN.test(name)) continue;
-    if (value.startsWith('\n')) value = value.slice(1);
-    if (value.endsWith('\n')) value = value.slice(0, -1);
-    params.set(name, value);
+    const call: ParsedCall = { params: [...params], end };
+    const names = new Set(params.map(([n]) => n));
+    if (names.size === params.length && !strayCloserAfter(text, end)) return call;
+    fallback ??= call;
+    return undefined;
+  };
+
+  // `i` is at a `<parameter=`, `</function>` or `</tool_call>`.
+  const step = (i: number): ParsedCall | undefined => {
+    if (++attempts > MAX_PARSE_ATTEMPTS) return undefined;
+    if (!text.startsWith(PARAMETER_OPEN, i)) return finish(i);
+    const nameEnd = text.indexOf('>', i + PARAMETER_OPEN.length);
+    if (nameEnd === -1) return undefined;
+    const name = text.slice(i + PARAMETER_OPEN.length, nameEnd).trim();
+    for (const [valueEnd, next] of valueEnds(text, nameEnd + 1, atStructure)) {
+      params.push([name, trimOneNewline(text.slice(nameEnd + 1, valueEnd))]);
+      const result = step(next);
+      params.pop();
+      if (result !== undefined) return result;
+      if (attempts > MAX_PARSE_ATTEMPTS) break;
+    }
+    return undefined;
+  };
+
+  const first = firstIndexOf(text, bodyStart, [PARAMETER_OPEN, FUNCTION_CLOSE, TOOL_CALL_CLOSE]);
+  if (first === -1) return undefined;
+  return step(first) ?? fallback;
+}
+
+/**
+ * The places a value starting at `from` may end, in the order they are tried:
+ * `[valueEnd, next]` with `next` at the structure that follows. First every `</parameter>` that
+ * is followed by a delimiter, then every `<parameter=`, `</function>` and `</tool_call>` (a value
+ * whose `</parameter>` is missing).
+ */
+function valueEnds(
+  text: string,
+  from: number,
+  atStructure: (i: number) => number | undefined,
+): Array<[number, number]> {
+  const ends: Array<[number, number]> = [];
+  for (let p = text.indexOf(PARAMETER_CLOSE, from); p !== -1 && ends.length < MAX_VALUE_ENDS;) {
+    const next = atStructure(skipWhitespace(text, p + PARAMETER_CLOSE.length));
+    if (next !== undefined) ends.push([p, next]);
+    p = text.indexOf(PARAMETER_CLOSE, p + 1);
   }
-  return params;
+  const implicit = [PARAMETER_OPEN, FUNCTION_CLOSE, TOOL_CALL_CLOSE];
+  for (let p = firstIndexOf(text, from, implicit); p !== -1 && ends.length < 2 * MAX_VALUE_ENDS;) {
+    ends.push([p, p]);
+    p = firstIndexOf(text, p + 1, implicit);
+  }
+  return ends;
+}
+
+/** True when a `</parameter>` or `</function>` comes after `end` and before the next `<function=`. */
+function strayCloserAfter(text: string, end: number): boolean {
+  const nextCall = text.indexOf(FUNCTION_OPEN, end);
+  const limit = nextCall === -1 ? text.length : nextCall;
+  for (const closer of [PARAMETER_CLOSE, FUNCTION_CLOSE]) {
+    const at = text.indexOf(closer, end);
+    if (at !== -1 && at < limit) return true;
+  }
+  return false;
+}
+
+/** The smallest index ≥ `from` at which one of `needles` occurs, or -1. */
+function firstIndexOf(text: string, from: number, needles: readonly string[]): number {
+  let best = -1;
+  for (const needle of needles) {
+    const at = text.indexOf(needle, from);
+    if (at !== -1 && (best === -1 || at < best)) best = at;
+  }
+  return best;
+}
+
+/** Remove exactly one leading and one trailing `\n` (the servers' rule). */
+function trimOneNewline(value: string): string {
+  let v = value;
+  if (v.startsWith('\n')) v = v.slice(1);
+  if (v.endsWith('\n')) v = v.slice(0, -1);
+  return v;
 }
 
 const INTEGER_PATTERN = /^[+-]?\d+$/;
@@ -296,17 +376,29 @@ function parameterTypesByTool(tools: readonly unknown[]): Map<string, Map<string
     const types = new Map<string, string>();
     if (typeof properties === 'object' && properties !== null) {
       for (const [param, schema] of Object.entries(properties as Record<string, unknown>)) {
-        const t = (schema as { type?: unknown } | null)?.type;
-        const name =
-          typeof t === 'string'
-            ? t
-            : Array.isArray(t)
-              ? t.find((x): x is string => typeof x === 'string' && x !== 'null')
-              : undefined;
-        types.set(param, name ?? 'string');
+        types.set(param, schemaTypeName(schema) ?? 'string');
       }
     }
     byTool.set(fn.name, types);
   }
   return byTool;
+}
+
+/**
+ * The JSON-schema type name of one property: `type` as a string, the first non-null entry of a
+ * `type` list, or else the first non-null type among `anyOf` (then `oneOf`) alternatives.
+ */
+function schemaTypeName(schema: unknown): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const { type, anyOf, oneOf } = schema as { type?: unknown; anyOf?: unknown; oneOf?: unknown };
+  if (typeof type === 'string') return type;
+  if (Array.isArray(type)) return type.find((x): x is string => typeof x === 'string' && x !== 'null');
+  for (const alternatives of [anyOf, oneOf]) {
+    if (!Array.isArray(alternatives)) continue;
+    for (const alternative of alternatives) {
+      const name = schemaTypeName(alternative);
+      if (name !== undefined && name !== 'null') return name;
+    }
+  }
+  return undefined;
 }

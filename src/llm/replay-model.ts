@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../app-error.js';
 import type { Trajectory } from '../leaf/trajectory.js';
+import { parseTrajectoryText, trajectoryFileCandidates } from '../observability/trajectory-journal.js';
 import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse, Usage } from './chat-model.js';
 import { createSglangClient, type SglangClientOptions } from './sglang-client.js';
 
@@ -102,17 +103,30 @@ export function createReplayModel(trajectory: string | Trajectory): ChatModel {
   };
 }
 
-function readTrajectoryFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new AppError('CONFIG_INVALID', `Cannot read trajectory file ${path}: ${(err as Error).message}`, {
-      cause: err,
-    });
+function readTrajectoryFile(named: string): unknown {
+  // A `.json` file that is missing falls back to its journal (`.jsonl`: a run that crashed).
+  const candidates = trajectoryFileCandidates(named);
+  let path = named;
+  let text: string | undefined;
+  let firstError: unknown;
+  for (const candidate of candidates) {
+    try {
+      text = readFileSync(candidate, 'utf8');
+      path = candidate;
+      break;
+    } catch (err) {
+      firstError ??= err;
+    }
+  }
+  if (text === undefined) {
+    throw new AppError(
+      'CONFIG_INVALID',
+      `Cannot read trajectory file ${named}: ${(firstError as Error).message}`,
+      { cause: firstError },
+    );
   }
   try {
-    return JSON.parse(text) as unknown;
+    return parseTrajectoryText(path, text);
   } catch (err) {
     throw new AppError('CONFIG_INVALID', `Trajectory file ${path} is not JSON: ${(err as Error).message}`, {
       cause: err,

@@ -137,15 +137,22 @@ export function createSglangClient(options: SglangClientOptions): ChatModel {
       tool_choice: defaults.tool_choice,
       parallel_tool_calls: defaults.parallel_tool_calls,
     };
-    const response = await client.chat.completions
-      .create(body as unknown as ChatCompletionCreateParamsNonStreaming, {
-        signal: request.signal ?? null,
-        timeout: timeoutMs,
-        maxRetries: 0,
-      })
-      .asResponse();
-    const text = await response.text();
-    return toChatResponse(parseCompletion(text, response.status, baseURL), request.tools);
+    // The SDK adds an abort listener to the signal it is given and never removes it; handing it a
+    // per-request signal keeps the loop's signal at one listener of ours, removed when we finish.
+    const link = linkAbort(request.signal);
+    try {
+      const response = await client.chat.completions
+        .create(body as unknown as ChatCompletionCreateParamsNonStreaming, {
+          signal: link.signal,
+          timeout: timeoutMs,
+          maxRetries: 0,
+        })
+        .asResponse();
+      const text = await response.text();
+      return toChatResponse(parseCompletion(text, response.status, baseURL), request.tools);
+    } finally {
+      link.unlink();
+    }
   }
 
   function toChatResponse(completion: Completion, tools: readonly unknown[]): ChatResponse {
@@ -527,6 +534,22 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * A signal that aborts when `parent` does, for one request; `unlink()` removes the listener put on
+ * `parent`, so a long-lived signal does not collect one listener per request.
+ */
+function linkAbort(parent: AbortSignal | undefined): { signal: AbortSignal | null; unlink: () => void } {
+  if (parent === undefined) return { signal: null, unlink: () => undefined };
+  const controller = new AbortController();
+  if (parent.aborted) {
+    controller.abort(parent.reason);
+    return { signal: controller.signal, unlink: () => undefined };
+  }
+  const onAbort = (): void => controller.abort(parent.reason);
+  parent.addEventListener('abort', onAbort, { once: true });
+  return { signal: controller.signal, unlink: () => parent.removeEventListener('abort', onAbort) };
 }
 
 function throwIfCancelled(signal: AbortSignal | undefined): void {

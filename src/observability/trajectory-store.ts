@@ -2,6 +2,7 @@ import { mkdir, readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/p
 import { join, resolve } from 'node:path';
 import { AppError } from '../app-error.js';
 import type { Logger } from './logger.js';
+import { parseTrajectoryText, trajectoryFileCandidates } from './trajectory-journal.js';
 
 /**
  * Where trajectories and test logs of jobs are kept: one folder per job under `dir`
@@ -24,7 +25,11 @@ export interface TrajectoryStore {
    * reader never sees half a file); returns its path. `name` is made safe like {@link saveLog}'s.
    */
   saveJson(jobId: string, name: string, data: unknown): Promise<string>;
-  /** Load a trajectory by job id (or a path to a trajectory file). Throws `TRAJECTORY_NOT_FOUND`. */
+  /**
+   * Load a trajectory by job id (or a path to a `.json` trajectory file or `.jsonl` journal). A
+   * missing `.json` file falls back to its journal (the job is running, or crashed). Throws
+   * `TRAJECTORY_NOT_FOUND`.
+   */
   load(jobIdOrPath: string): Promise<unknown>;
   /** Remove job folders whose newest file is older than the retention; returns how many. */
   sweep(now?: number): Promise<number>;
@@ -73,12 +78,12 @@ export function createTrajectoryStore(options: {
       return path;
     },
     async load(jobIdOrPath) {
-      const candidates = jobIdOrPath.endsWith('.json')
-        ? [resolve(jobIdOrPath)]
-        : [join(jobDir(jobIdOrPath), 'trajectory.json')];
+      const candidates = trajectoryFileCandidates(
+        /\.jsonl?$/.test(jobIdOrPath) ? resolve(jobIdOrPath) : join(jobDir(jobIdOrPath), 'trajectory.json'),
+      );
       for (const path of candidates) {
         try {
-          return JSON.parse(await readFile(path, 'utf8')) as unknown;
+          return parseTrajectoryText(path, await readFile(path, 'utf8'));
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
           throw new AppError('TRAJECTORY_NOT_FOUND', `cannot read ${path}: ${(err as Error).message}`);

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { PathPattern } from './path-pattern.js';
 
 /**
  * The sandbox contract (DESIGN.md "Contracts"). Two drivers implement it: `local/` (bubblewrap on one
@@ -48,6 +49,15 @@ export interface Sandbox {
    * Stops after `limit` entries (default 100 000) and says so with `truncated`.
    */
   list(dir?: string, options?: { limit?: number }): Promise<{ files: string[]; truncated: boolean }>;
+
+  /**
+   * The files below `dir` whose path relative to `dir` matches `pattern` (see path-pattern.ts),
+   * by the entry rules of {@link list} (regular files and symlinks to files inside the workspace,
+   * `.git` skipped, symlinked directories not descended), unsorted. Matched while walking where
+   * the driver can (directories the pattern cannot reach are not read), and never capped. Errors
+   * as for `list`; a `regex` source that does not compile is the caller's bug (driver error).
+   */
+  findFiles(dir: string, pattern: PathPattern): Promise<string[]>;
 
   /**
    * Extract a tar stream (ustar/pax, as produced by `tar-stream` or `git archive`) into the

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/app-error.js';
 import { probeEgress } from '../../src/sandbox/egress-probe.js';
 import { SandboxFileError, type Sandbox, type SandboxFactory } from '../../src/sandbox/sandbox.js';
+import type { PathPattern } from '../../src/sandbox/path-pattern.js';
 
 /**
  * The shared contract of every sandbox driver (DESIGN.md "Contracts"): each driver's integration
@@ -278,6 +279,44 @@ export function describeSandboxContract(
         const whole = await sb.list();
         expect(whole.files).toContain(`${dir}/src/pkg/b.py`);
         expect((await fileError(sb.list(`${dir}/missing`))).errno).toBe('ENOENT');
+      });
+
+      it('finds the files a path pattern matches, by the entry rules of list, without a cap', async () => {
+        const dir = freshDir();
+        await sh(
+          `mkdir -p ${dir}/src/pkg ${dir}/src/.hidden ${dir}/.git/x ${dir}/docs && touch ${dir}/top.py ${dir}/src/a.py ${dir}/src/pkg/b.py ${dir}/src/pkg/c.txt ${dir}/src/.hidden/d.py ${dir}/src/.e.py ${dir}/.git/x/f.py ${dir}/docs/g.py && ln -s a.py ${dir}/src/alias.py && ln -s /etc/passwd ${dir}/src/out.py`,
+        );
+        const find = async (pattern: PathPattern, at = dir) => [...(await sb.findFiles(at, pattern))].sort();
+        const any = { kind: 'any' } as const;
+        const py = { kind: 'regex', source: '^.*\\.py$', hidden: false } as const;
+        expect(await find([any, py])).toEqual([
+          'docs/g.py',
+          'src/a.py',
+          'src/alias.py',
+          'src/pkg/b.py',
+          'top.py',
+        ]);
+        expect(await find([{ kind: 'literal', name: 'src' }, py])).toEqual(['src/a.py', 'src/alias.py']);
+        expect(
+          await find([
+            { kind: 'literal', name: 'src' },
+            { ...py, hidden: true },
+          ]),
+        ).toEqual(['src/.e.py', 'src/a.py', 'src/alias.py']);
+        expect(await find([{ kind: 'literal', name: 'src' }, any])).toEqual([
+          'src/a.py',
+          'src/alias.py',
+          'src/pkg/b.py',
+          'src/pkg/c.txt',
+        ]);
+        expect(await find([any, { kind: 'literal', name: 'b.py' }], `${dir}/src`)).toEqual(['pkg/b.py']);
+        expect((await fileError(sb.findFiles(`${dir}/missing`, [any]))).errno).toBe('ENOENT');
+        expect((await fileError(sb.findFiles('/etc', [any]))).errno).toBe('EACCES');
+        const many = freshDir();
+        await sh(`mkdir -p ${many} && cd ${many} && seq 1 1500 | sed 's/$/.txt/' | xargs touch`);
+        expect(await sb.findFiles(many, [{ kind: 'regex', source: '^.*$', hidden: false }])).toHaveLength(
+          1500,
+        );
       });
 
       it('follows symlinks that stay inside the workspace', async () => {

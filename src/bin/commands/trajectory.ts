@@ -8,12 +8,13 @@ import { formatTranscript } from '../../leaf/transcript.js';
 import type { Trajectory } from '../../leaf/trajectory.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 
-const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json> [--attempt N] [--dir DIR] [--lines N] [--json]
+const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json | trajectory.jsonl> [--attempt N] [--dir DIR] [--lines N] [--json]
 
 Prints a stored trajectory as a readable transcript. DIR defaults to $TRAJECTORY_DIR, else
 ${defaultTrajectoryDir()} (the worker's default). A job that ran several attempts (best-of-N) keeps
 each one: without --attempt the chosen attempt is printed, with --attempt N attempt N.
-For \`frognano-bot run\`, pass its file: trajectory frognano-run/trajectory.json`;
+For \`frognano-bot run\`, pass its file: trajectory frognano-run/trajectory.json
+While a job runs (or after it crashed) its steps are in trajectory.jsonl, which is read the same way.`;
 
 /** The worker's TRAJECTORY_DIR default, so both look in the same place. */
 function defaultTrajectoryDir(): string {
@@ -62,7 +63,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  if (attempt !== undefined && id.endsWith('.json')) {
+  if (attempt !== undefined && /\.jsonl?$/.test(id)) {
     process.stderr.write(
       `frognano-bot trajectory: --attempt needs a job id (attempts are stored per job); ${id} is one file\n`,
     );
@@ -91,7 +92,7 @@ export async function main(argv: string[]): Promise<number> {
     } catch (err) {
       // A best-of-N job with no chosen attempt has only its attempt files.
       const stored =
-        err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND' && !id.endsWith('.json')
+        err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND' && !/\.jsonl?$/.test(id)
           ? await storedAttempts(store.jobDir(id))
           : [];
       if (stored.length === 0) throw err;
@@ -109,7 +110,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
     return 0;
   }
-  const header = id.endsWith('.json') ? null : await attemptsHeader(store.jobDir(id), attempt);
+  const header = /\.jsonl?$/.test(id) ? null : await attemptsHeader(store.jobDir(id), attempt);
   process.stdout.write(
     `${header ? `${header}\n\n` : ''}${formatTranscript(data, { maxObservationLines: lines })}`,
   );

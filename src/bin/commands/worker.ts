@@ -5,26 +5,21 @@ import { AppError } from '../../app-error.js';
 import type { AppEnv } from '../../config/env.js';
 import { resolveEffectivePolicy } from '../../config/policy.js';
 import { createPolicyStore, createStaticPolicyStore, type PolicyStore } from '../../config/policy-store.js';
-import { loadRepoConfigs } from '../../config/repo-config.js';
 import {
   createInstallationClients,
   createProbotApp,
   type InstallationOctokit,
 } from '../../github-app/github-client.js';
-import { publishPullRequest } from '../../github-app/pull-request.js';
 import { checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
 import type { ChatModel } from '../../llm/chat-model.js';
-import { createSglangClient } from '../../llm/sglang-client.js';
 import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
-import { noreplyEmail } from '../../pipeline/publish-change.js';
-import { runJob, type JobPolicy } from '../../pipeline/run-job.js';
+import type { JobPolicy } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
 import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
-import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
 import { runService } from './run-service.js';
 
@@ -248,6 +243,31 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   };
 }
 
+/** The modules a job needs and an idle worker does not, imported once on first use. */
+let pipelineModules:
+  | Promise<
+      Pick<typeof import('../../pipeline/run-job.js'), 'runJob'> &
+        Pick<typeof import('../../github-app/pull-request.js'), 'publishPullRequest'> &
+        Pick<typeof import('../../llm/sglang-client.js'), 'createSglangClient'> &
+        Pick<typeof import('../../pipeline/publish-change.js'), 'noreplyEmail'>
+    >
+  | undefined;
+
+function loadPipeline(): NonNullable<typeof pipelineModules> {
+  pipelineModules ??= Promise.all([
+    import('../../pipeline/run-job.js'),
+    import('../../github-app/pull-request.js'),
+    import('../../llm/sglang-client.js'),
+    import('../../pipeline/publish-change.js'),
+  ]).then(([job, pr, llm, publish]) => ({
+    runJob: job.runJob,
+    publishPullRequest: pr.publishPullRequest,
+    createSglangClient: llm.createSglangClient,
+    noreplyEmail: publish.noreplyEmail,
+  }));
+  return pipelineModules;
+}
+
 /**
  * The production job runner: the pipeline's `runJob` with dependencies built from the environment.
  * Dependencies that hold no per-job state (sandbox factory, model client factory) are made once.
@@ -261,18 +281,21 @@ function createPipelineRunner(input: {
   sandboxFactory: SandboxFactory;
 }): JobRunner {
   const { env, logger, options, policyStore, sandboxFactory } = input;
-  const createModel =
-    options.createModel ??
-    (() =>
-      createSglangClient({
-        baseURL: env.modelUrl,
-        model: env.modelName,
-        apiKey: env.modelApiKey ?? undefined,
-        logger,
-      }));
   const host = env.gheHost ?? 'github.com';
 
-  return (data, ctx) => {
+  return async (data, ctx) => {
+    // The pipeline (agent loop, model client, git, pull request) is loaded with the first job, so
+    // an idle worker does not hold it (issue 12 item 13: memory high-water mark).
+    const { runJob, publishPullRequest, createSglangClient, noreplyEmail } = await loadPipeline();
+    const createModel =
+      options.createModel ??
+      (() =>
+        createSglangClient({
+          baseURL: env.modelUrl,
+          model: env.modelName,
+          apiKey: env.modelApiKey ?? undefined,
+          logger,
+        }));
     const login = input.botLogin() ?? 'frognano[bot]';
     return runJob(
       data,
@@ -308,6 +331,7 @@ async function resolveJobPolicy(
   defaultBranch: string,
   policyStore: PolicyStore,
 ): Promise<JobPolicy> {
+  const { loadRepoConfigs } = await import('../../config/repo-config.js');
   const loaded = await loadRepoConfigs(octokit, job.owner, job.repo, defaultBranch);
   if (loaded.errors.length > 0) {
     throw new AppError('CONFIG_INVALID', 'the FrogNano configuration of this repository is invalid', {
@@ -340,6 +364,7 @@ async function createSandboxFactory(
   stoppers: Array<() => Promise<void>>,
 ): Promise<SandboxFactory> {
   if (env.sandboxDriver === 'local') {
+    const { createLocalSandboxFactory } = await import('../../sandbox/local/local-sandbox.js');
     // The worker refuses sandboxes whose whole-sandbox limits this host cannot enforce, unless
     // the admin says otherwise (SANDBOX_ALLOW_UNLIMITED=true): then it warns once.
     return createLocalSandboxFactory({

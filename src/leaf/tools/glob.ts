@@ -1,24 +1,51 @@
+import type { PathPattern } from '../../sandbox/path-pattern.js';
 import { SandboxFileError } from '../../sandbox/sandbox.js';
 import { PythonError, pythonOsError, OUTSIDE_WORKSPACE_SUFFIX } from './python-error.js';
 import { pyStr, pyTruthy } from './python-values.js';
 import { compareCodePoints } from './python-text.js';
-import { pythonGlob } from './python-glob.js';
+import { fnmatchToRegExp, hasMagic, pythonGlob } from './python-glob.js';
 import { displayPath, lexicalResolve, pathlibNormalize, resolveToolPath } from './tool-path.js';
 import { getArg, type ToolContext } from './tool-context.js';
 
 /**
- * List the files below `dir` through the sandbox; `null` when the directory does not exist or is not
- * one (Python's glob silently finds nothing there). Throws {@link PythonError} `PermissionError` when
- * the sandbox refuses the directory (outside the workspace).
+ * The files below `dir` that the glob `components` can match, through the sandbox, matched while
+ * it walks (see {@link toPathPattern}); `null` when the directory does not exist or is not one
+ * (Python's glob silently finds nothing there). Never capped: a cap would drop matches. Throws
+ * {@link PythonError} `PermissionError` when the sandbox refuses the directory (outside the
+ * workspace).
  */
-async function listFiles(ctx: ToolContext, dir: string): Promise<string[] | null> {
+async function listFiles(
+  ctx: ToolContext,
+  dir: string,
+  components: readonly string[],
+): Promise<string[] | null> {
+  const at = lexicalResolve(dir);
   try {
-    return (await ctx.sandbox.list(lexicalResolve(dir))).files;
+    const pattern = toPathPattern(components);
+    if (pattern !== undefined) return await ctx.sandbox.findFiles(at, pattern);
+    const listed = await ctx.sandbox.list(at, { limit: Number.MAX_SAFE_INTEGER });
+    return listed.files;
   } catch (err) {
     if (!(err instanceof SandboxFileError)) throw err;
     if (err.errno === 'EACCES') throw pythonOsError('EACCES', dir, OUTSIDE_WORKSPACE_SUFFIX);
     return null;
   }
+}
+
+/**
+ * The sandbox-side form of glob components: `**` → `any`, a component with magic → its fnmatch
+ * regular expression (hidden names only when it starts with `.`, as glob does), else `literal`.
+ * `undefined` when a component is `..`: what it reaches depends on the tree above, so the whole
+ * subtree is listed instead.
+ */
+export function toPathPattern(components: readonly string[]): PathPattern | undefined {
+  if (components.length === 0 || components.includes('..')) return undefined;
+  return components.map((c) => {
+    if (c === '**') return { kind: 'any' } as const;
+    if (hasMagic(c))
+      return { kind: 'regex', source: fnmatchToRegExp(c).source, hidden: c.startsWith('.') } as const;
+    return { kind: 'literal', name: c } as const;
+  });
 }
 
 /**
@@ -39,7 +66,7 @@ export async function globTool(args: Record<string, unknown>, ctx: ToolContext):
   const rawPath = getArg(args, 'path');
   const root = resolveToolPath(pyTruthy(rawPath) ? pyStr(rawPath) : '.', workdir, ctx.settings.homeDir);
   const full = pathlibNormalize(pattern.startsWith('/') ? pattern : `${root}/${pattern}`);
-  const found = await pythonGlob(full, (dir) => listFiles(ctx, dir));
+  const found = await pythonGlob(full, (dir, components) => listFiles(ctx, dir, components));
   const matches = found.map((m) => displayPath(pathlibNormalize(m), workdir));
   matches.sort(compareCodePoints);
   const limit = Math.max(1, ctx.settings.globLimit);

@@ -290,15 +290,16 @@ export function globInTree(tree: GlobDir, base: string, components: readonly str
 
 /**
  * Lists the files below an absolute directory, recursively, as relative `/`-separated paths; `null`
- * when it does not exist or is not a directory.
+ * when it does not exist or is not a directory. `components` are the pattern components still to
+ * match below `dir`: the listing may leave out any file they cannot match (and only those).
  */
-export type ListFiles = (dir: string) => Promise<string[] | null>;
+export type ListFiles = (dir: string, components: readonly string[]) => Promise<string[] | null>;
 
 /**
  * `glob.glob(pattern, recursive=True)` for an absolute, pathlib-normalized `pattern`, keeping files
  * only (`Path(match).is_file()`), in no particular order, with Python's duplicates. The directory
  * tree comes from `listFiles` of the pattern's literal prefix (the components before the first one
- * with `*`, `?` or `[`), so only that subtree is listed. Throws {@link PythonError}
+ * with `*`, `?` or `[`), told the components left, so it may leave out what they cannot match. Throws {@link PythonError}
  * `ValueError: embedded null byte` when that prefix holds NUL (as `os.scandir` does).
  */
 export async function pythonGlob(pattern: string, listFiles: ListFiles): Promise<string[]> {
@@ -308,12 +309,14 @@ export async function pythonGlob(pattern: string, listFiles: ListFiles): Promise
     // No magic: os.path.lexists(pattern), then the tool keeps it only if it is a file.
     if (pattern.includes('\0')) return [];
     const slash = pattern.lastIndexOf('/');
-    const files = await listFiles(slash <= 0 ? '/' : pattern.slice(0, slash));
-    return files?.includes(pattern.slice(slash + 1)) ? [pattern] : [];
+    const name = pattern.slice(slash + 1);
+    const files = await listFiles(slash <= 0 ? '/' : pattern.slice(0, slash), [name]);
+    return files?.includes(name) ? [pattern] : [];
   }
   const base = `/${components.slice(0, firstMagic).join('/')}`;
   if (base.includes('\0')) throw new PythonError('ValueError', 'embedded null byte');
-  const files = await listFiles(base);
+  const rest = components.slice(firstMagic);
+  const files = await listFiles(base, rest);
   if (files === null) return [];
-  return globInTree(buildGlobTree(files), base, components.slice(firstMagic));
+  return globInTree(buildGlobTree(files), base, rest);
 }

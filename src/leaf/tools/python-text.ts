@@ -31,6 +31,35 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
+/** The line boundaries of `str.splitlines()` (`\r\n` as one), for a native scan. */
+// eslint-disable-next-line no-control-regex -- \x1c–\x1e are line boundaries for str.splitlines()
+const LINE_BREAK_PATTERN = /\r\n|[\n\v\f\r\x1c-\x1e\x85\u2028\u2029]/g;
+const SURROGATE_PATTERN = /[\ud800-\udfff]/;
+
+/**
+ * Visit the lines of `text` as {@link splitLines} splits them, without building them: `visit`
+ * gets each line's UTF-16 range `[start, end)` and its length in code points, and returns `false`
+ * to stop. The scan for line breaks is the regular-expression engine's; code points are counted
+ * per line only when the text holds surrogates at all.
+ */
+export function forEachLine(
+  text: string,
+  visit: (start: number, end: number, codePoints: number) => boolean,
+): void {
+  const surrogates = SURROGATE_PATTERN.test(text);
+  const breaks = new RegExp(LINE_BREAK_PATTERN.source, 'g');
+  let start = 0;
+  for (let m = breaks.exec(text); m !== null; m = breaks.exec(text)) {
+    const end = m.index;
+    const length = surrogates ? codePointLength(text.slice(start, end)) : end - start;
+    if (!visit(start, end, length)) return;
+    start = end + m[0].length;
+  }
+  if (start < text.length) {
+    visit(start, text.length, surrogates ? codePointLength(text.slice(start)) : text.length - start);
+  }
+}
+
 /** Universal-newline decoding (Python text mode, `newline=None`): `\r\n` and lone `\r` become `\n`. */
 export function translateNewlines(text: string): string {
   return text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;

@@ -14,6 +14,7 @@ import {
   type V1Toleration,
 } from '@kubernetes/client-node';
 import { AppError, isAppError } from '../../app-error.js';
+import { compilePathPattern, pathMatches, type PathPattern } from '../path-pattern.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { assertEgressBlocked, type EgressTarget } from '../egress-probe.js';
 import {
@@ -32,6 +33,7 @@ import {
   FILE_ERROR_EXIT,
   KILL_SCRIPT,
   LIST_SCRIPT,
+  FIND_FILES_SCRIPT,
   newNonce,
   READ_FILE_SCRIPT,
   WRITE_FILE_SCRIPT,
@@ -468,6 +470,25 @@ class KubernetesSandbox implements Sandbox {
       .filter((f) => f.length > 0)
       .map((f) => (f.startsWith('./') ? f.slice(2) : f));
     return { files: files.slice(0, limit), truncated: files.length > limit };
+  }
+
+  async findFiles(dir: string, pattern: PathPattern): Promise<string[]> {
+    this.#assertUsable();
+    const abs = this.#absolute(dir);
+    // find prunes by depth when the pattern has no `any` component; the pattern itself is matched
+    // here, on the host, over the uncapped listing (the image has no runtime to match in).
+    const maxDepth = pattern.some((c) => c.kind === 'any') ? 0 : pattern.length;
+    const raw = await this.#withRecovery(() =>
+      this.#runScript(FIND_FILES_SCRIPT, [this.workdir, abs, String(maxDepth)]),
+    );
+    throwFileError(raw, abs);
+    const compiled = compilePathPattern(pattern);
+    return raw.stdout
+      .toString('utf8')
+      .split('\0')
+      .filter((f) => f.length > 0)
+      .map((f) => (f.startsWith('./') ? f.slice(2) : f))
+      .filter((f) => pathMatches(compiled, f));
   }
 
   async copyIn(tar: Readable, options: { timeoutMs?: number } = {}): Promise<void> {

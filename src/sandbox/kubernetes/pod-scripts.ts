@@ -150,6 +150,20 @@ exit 0
 `;
 
 /**
+ * {@link LIST_SCRIPT} without an entry cap, for `findFiles`: `$3` is the deepest level to descend
+ * (`0`: no bound). Stdout: NUL-separated paths starting with `./`.
+ */
+export const FIND_FILES_SCRIPT = `${RESOLVE}
+[ -e "$r" ] || missing "$r"
+[ -d "$r" ] || err ENOTDIR
+cd -- "$r" || err EACCES
+depth=; [ "$3" -gt 0 ] && depth="-maxdepth $3"
+find . $depth \\( -name .git -type d \\) -prune -o -type f -print0 -o -type l -xtype f -exec sh -c '
+  for l; do r=$(realpath -e -- "$l") && case "$r/" in "$0"/*) printf "%s\\0" "$l" ;; esac; done' "$wd" {} + 2>/dev/null
+exit 0
+`;
+
+/**
  * Extract a tar from the exec stdin into the workspace while counting and hashing it, then check
  * both. `$1` workdir, `$2` size in bytes, `$3` sha256 (hex). On a mismatch or a tar error the
  * workspace is emptied (a partial copy must not look like a repository) and the script exits 4

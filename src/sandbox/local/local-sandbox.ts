@@ -29,6 +29,7 @@ import {
   type SandboxFactory,
   type SandboxLimits,
 } from '../sandbox.js';
+import type { PathPattern } from '../path-pattern.js';
 import { AgentConnection, AgentRequestError } from './agent-connection.js';
 import {
   buildBwrapArgs,
@@ -493,6 +494,7 @@ const execReplySchema = z.object({
 });
 
 const listReplySchema = z.object({ files: z.array(z.string()), truncated: z.boolean() });
+const findFilesReplySchema = z.object({ files: z.array(z.string()) });
 
 class LocalSandboxImpl implements LocalSandbox {
   readonly driver = 'local';
@@ -792,6 +794,22 @@ class LocalSandboxImpl implements LocalSandbox {
         `invalid list reply from the sandbox agent: ${parsed.error.message}`,
       );
     return parsed.data;
+  }
+
+  async findFiles(dir: string, pattern: PathPattern): Promise<string[]> {
+    let reply;
+    try {
+      reply = await this.#conn.request({ op: 'findFiles', path: dir, pattern });
+    } catch (err) {
+      throw mapAgentError(err, this.#named(dir));
+    }
+    const parsed = findFilesReplySchema.safeParse(reply.header);
+    if (!parsed.success)
+      throw new AppError(
+        'SANDBOX_AGENT_ERROR',
+        `invalid findFiles reply from the sandbox agent: ${parsed.error.message}`,
+      );
+    return parsed.data.files;
   }
 
   async copyIn(tar: Readable, options: { timeoutMs?: number } = {}): Promise<void> {

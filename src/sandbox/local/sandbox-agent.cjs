@@ -408,6 +408,162 @@ function listOp(req) {
   return { result: { files, truncated } };
 }
 
+// ---------------------------------------------------------------------------------------------
+// findFiles: the files below a directory that match a path pattern, matched while walking (see
+// src/sandbox/path-pattern.ts for the pattern; this is the same automaton, kept here because the
+// agent is self-contained). Same entry rules as listOp; directories the pattern cannot reach are
+// not read; no entry cap.
+
+function compileFindPattern(pattern) {
+  if (!Array.isArray(pattern) || pattern.length === 0)
+    throw new Error('findFiles: pattern must be a non-empty array');
+  return pattern.map((c) => {
+    if (c && c.kind === 'any') return undefined;
+    if (c && c.kind === 'literal' && typeof c.name === 'string') return (name) => name === c.name;
+    if (c && c.kind === 'regex' && typeof c.source === 'string') {
+      const re = new RegExp(c.source, 'su');
+      const hidden = c.hidden === true;
+      return (name) => (hidden || name[0] !== '.') && re.test(name);
+    }
+    throw new Error('findFiles: invalid pattern component');
+  });
+}
+
+function findClosure(tests, states) {
+  const out = [];
+  const stack = states.slice();
+  while (stack.length > 0) {
+    const i = stack.pop();
+    if (i >= tests.length || out.includes(i)) continue;
+    out.push(i);
+    if (tests[i] === undefined) stack.push(i + 1);
+  }
+  return out;
+}
+
+function findEnter(tests, states, name) {
+  const last = tests.length - 1;
+  const next = [];
+  for (const i of states) {
+    const test = tests[i];
+    if (test === undefined) {
+      if (name[0] !== '.') next.push(i);
+    } else if (i < last && test(name)) {
+      next.push(i + 1);
+    }
+  }
+  return findClosure(tests, next);
+}
+
+function findFileMatches(tests, states, name) {
+  const last = tests.length - 1;
+  for (const i of states) {
+    if (i !== last) continue;
+    const test = tests[i];
+    if (test === undefined ? name[0] !== '.' : test(name)) return true;
+  }
+  return false;
+}
+
+/**
+ * Filesystems whose directory link count is 2 + the number of subdirectories (ext2/3/4, XFS,
+ * tmpfs), so a count of 2 proves a directory has none (find's "leaf optimisation"). Others (btrfs,
+ * overlayfs, network filesystems) are always read whole.
+ */
+const LEAF_COUNT_FILESYSTEMS = new Set([0xef53, 0x58465342, 0x01021994]);
+
+function trustsLinkCount(root) {
+  try {
+    return typeof fs.statfsSync === 'function' && LEAF_COUNT_FILESYSTEMS.has(fs.statfsSync(root).type);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the entry at `p` is listed as a file (a regular file, or a symlink to one inside). */
+function listedAsFile(p, st) {
+  if (st.isFile()) return true;
+  if (!st.isSymbolicLink()) return false;
+  try {
+    const real = fs.realpathSync(p);
+    return insideWorkspace(real) && fs.statSync(real).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The file names a directory in `states` can match when all are literal, else undefined. */
+function literalFileNames(tests, literals, states) {
+  const last = tests.length - 1;
+  const names = [];
+  for (const i of states) {
+    if (i !== last) continue;
+    const name = literals[i];
+    if (name === undefined) return undefined;
+    names.push(name);
+  }
+  return names;
+}
+
+/**
+ * The matching files of one directory whose subdirectories need not be read: literal names are
+ * looked up directly, otherwise the names are read without types and only matches are examined.
+ */
+function filesOnly(dir, prefix, tests, literals, states, files) {
+  const rel = (name) => (prefix === '' ? name : `${prefix}/${name}`);
+  const direct = literalFileNames(tests, literals, states);
+  const names = direct !== undefined ? [...new Set(direct)] : fs.readdirSync(dir);
+  for (const name of names) {
+    if (direct === undefined && !findFileMatches(tests, states, name)) continue;
+    const p = path.join(dir, name);
+    let st;
+    try {
+      st = fs.lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (listedAsFile(p, st)) files.push(rel(name));
+  }
+}
+
+function findFilesOp(req) {
+  const named = namedPath(req.path);
+  const root = resolveExisting(named);
+  if (!fs.statSync(root).isDirectory()) throw new FileError('ENOTDIR', named);
+  const tests = compileFindPattern(req.pattern);
+  // Literal names usable as direct lookups (never '.', '..' or anything with a '/' or NUL).
+  const literals = req.pattern.map((c) =>
+    c.kind === 'literal' && c.name !== '.' && c.name !== '..' && !/[/\0]/.test(c.name) ? c.name : undefined,
+  );
+  const leafCounts = trustsLinkCount(root);
+  const last = tests.length - 1;
+  const files = [];
+  const stack = [[root, '', findClosure(tests, [0])]];
+  while (stack.length > 0) {
+    const [dir, prefix, states] = stack.pop();
+    try {
+      const descends = states.some((i) => tests[i] === undefined || i < last);
+      if (!descends || (leafCounts && fs.lstatSync(dir).nlink === 2)) {
+        filesOnly(dir, prefix, tests, literals, states, files);
+        continue;
+      }
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const rel = prefix === '' ? e.name : `${prefix}/${e.name}`;
+        if (e.isDirectory()) {
+          if (e.name === '.git') continue;
+          const next = findEnter(tests, states, e.name);
+          if (next.length > 0) stack.push([path.join(dir, e.name), rel, next]);
+        } else if (findFileMatches(tests, states, e.name)) {
+          if (e.isFile() || (e.isSymbolicLink() && listedAsFile(path.join(dir, e.name), e))) files.push(rel);
+        }
+      }
+    } catch {
+      continue; // unreadable directory: skipped, like a glob would
+    }
+  }
+  return { result: { files } };
+}
+
 /** Relative tar entry path → named absolute path; refuses absolute paths and `..`. */
 function entryNamed(p) {
   if (
@@ -685,7 +841,14 @@ function execOp(id, req, blobs) {
 // ---------------------------------------------------------------------------------------------
 // Dispatch
 
-const SYNC_OPS = { readFile: readFileOp, writeFile: writeFileOp, list: listOp, put: putOp, chmod: chmodOp };
+const SYNC_OPS = {
+  readFile: readFileOp,
+  writeFile: writeFileOp,
+  list: listOp,
+  findFiles: findFilesOp,
+  put: putOp,
+  chmod: chmodOp,
+};
 
 function dispatch(req, blobs) {
   const id = req.id;

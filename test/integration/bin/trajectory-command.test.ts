@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isAppError } from '../../../src/app-error.js';
 import { main } from '../../../src/bin/commands/trajectory.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
+import { createSilentLogger } from '../../../src/observability/logger.js';
+import { createTrajectoryJournal, journalPathFor } from '../../../src/observability/trajectory-journal.js';
 import { createTrajectoryStore } from '../../../src/observability/trajectory-store.js';
 
 /** `frognano-bot trajectory` on a store with a best-of-N job and a single-attempt job. */
@@ -65,6 +67,55 @@ afterAll(async () => {
 });
 
 describe('frognano-bot trajectory', () => {
+  it('prints a running or crashed job from its journal, by job id and by .jsonl path', async () => {
+    const store = createTrajectoryStore({ dir });
+    const path = store.trajectoryPath('crashed');
+    const live: Trajectory = {
+      ...trajectory('crashed', 'unused'),
+      messages: [
+        { role: 'system', content: 'system' },
+        { role: 'user', content: 'fix it' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'Bash', arguments: '{"command":"pytest"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: '1 failed' },
+      ],
+      steps: [
+        {
+          index: 1,
+          startedAt: '2026-01-01T00:00:00.000Z',
+          llmMs: 5,
+          toolMs: 7,
+          finishReason: 'tool_calls',
+          usage: null,
+          toolCalls: [
+            {
+              id: 'c1',
+              name: 'Bash',
+              arguments: '{"command":"pytest"}',
+              observation: '1 failed',
+              durationMs: 7,
+            },
+          ],
+        },
+      ],
+      exitReason: null,
+      finalMessage: null,
+      patch: null,
+    };
+    await createTrajectoryJournal(path, createSilentLogger()).append(live);
+    const byId = await run(['crashed', '--json']);
+    expect(byId.code).toBe(0);
+    expect(JSON.parse(byId.out)).toEqual(live);
+    const byPath = await run([journalPathFor(path)]);
+    expect(byPath.code).toBe(0);
+    expect(byPath.out).toContain('1 failed');
+  });
+
   it('prints the chosen attempt by default, with the list of attempts', async () => {
     const { code, out } = await run(['best']);
     expect(code).toBe(0);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { runAgentLoop } from '../../../src/leaf/agent-loop.js';
 import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
 import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse } from '../../../src/llm/chat-model.js';
+import { journalPathFor, parseTrajectoryJournal } from '../../../src/observability/trajectory-journal.js';
 import { createLocalSandboxFactory } from '../../../src/sandbox/local/local-sandbox.js';
 import type { Sandbox } from '../../../src/sandbox/sandbox.js';
 
@@ -120,30 +121,107 @@ describe('runAgentLoop', () => {
     expect(written.patch).toBe(t.patch);
   });
 
-  it('writes the trajectory after every step, so a crash leaves a partial one', async () => {
+  it('appends each step to the journal, so a crash leaves a readable partial trajectory', async () => {
     const { model } = scriptedModel([
       toolTurn('Glob', { pattern: '*.py' }),
       toolTurn('Glob', { pattern: '*.md' }),
       {},
     ]);
     const trajectoryPath = join(tmp, 'trajectory.json');
-    const seen: Array<{ steps: number; exitReason: string | null }> = [];
+    const journal = journalPathFor(trajectoryPath);
+    const seen: Array<{ steps: number; exitReason: string | null; json: boolean }> = [];
+    const final = await runAgentLoop({
+      model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      trajectoryPath,
+      onStep: (_step, live) => {
+        const t = parseTrajectoryJournal(readFileSync(journal, 'utf8'));
+        seen.push({ steps: t.steps.length, exitReason: t.exitReason, json: existsSync(trajectoryPath) });
+        // What a crash right now would leave is the trajectory so far, observations included.
+        expect(t).toEqual({ ...structuredClone(live), patch: null });
+      },
+    });
+    expect(seen).toEqual([
+      { steps: 1, exitReason: null, json: false },
+      { steps: 2, exitReason: null, json: false },
+      { steps: 3, exitReason: 'agent', json: false },
+    ]);
+    expect(JSON.parse(readFileSync(trajectoryPath, 'utf8'))).toEqual(final);
+    expect(existsSync(journal)).toBe(false);
+  });
+
+  it('keeps a step line as long as its own step, whatever the history (150 steps of 20 KB)', async () => {
+    writeFileSync(join(workdir, 'big.txt'), `${'y'.repeat(99)}\n`.repeat(200));
+    const turns = Array.from({ length: 150 }, () => toolTurn('Read', { file_path: 'big.txt' }));
+    const { model } = scriptedModel(turns);
+    const trajectoryPath = join(tmp, 'long', 'trajectory.json');
+    const sizes: number[] = [];
+    let last = 0;
     await runAgentLoop({
       model,
       sandbox,
       instruction: 'x',
       jobId: 'j',
       trajectoryPath,
+      limits: { maxSteps: 150 },
       onStep: () => {
-        const t = JSON.parse(readFileSync(trajectoryPath, 'utf8')) as Trajectory;
-        seen.push({ steps: t.steps.length, exitReason: t.exitReason });
+        const size = statSync(journalPathFor(trajectoryPath)).size;
+        sizes.push(size - last);
+        last = size;
       },
     });
-    expect(seen).toEqual([
-      { steps: 1, exitReason: null },
-      { steps: 2, exitReason: null },
-      { steps: 3, exitReason: 'agent' },
-    ]);
+    expect(sizes).toHaveLength(150);
+    const step1 = sizes[1]!; // sizes[0] also holds the start line
+    // Each append writes one step (≈ 20 KB observation once), not the history.
+    for (const added of sizes.slice(1)) expect(Math.abs(added - step1)).toBeLessThan(64);
+    expect(step1).toBeGreaterThan(20_000);
+    expect(step1).toBeLessThan(2 * 20_000);
+  });
+
+  it('reads a journal whose last line a crash cut short', () => {
+    const lines = [
+      JSON.stringify({
+        type: 'start',
+        version: 1,
+        jobId: 'j',
+        model: 'm',
+        startedAt: 't',
+        tools: [],
+        messages: [],
+      }),
+      JSON.stringify({
+        type: 'step',
+        step: {
+          index: 1,
+          startedAt: 't',
+          llmMs: 1,
+          toolMs: 1,
+          finishReason: 'tool_calls',
+          usage: null,
+          toolCalls: [{ id: 'c', name: 'Bash', arguments: '{}', durationMs: 1 }],
+        },
+        messages: [
+          { role: 'assistant', content: null },
+          { role: 'tool', tool_call_id: 'c', content: 'out' },
+        ],
+        state: {
+          exitReason: null,
+          error: null,
+          finalMessage: null,
+          contextTokens: 5,
+          totalTokens: { prompt: 4, completion: 1 },
+          elapsedMs: 9,
+        },
+      }),
+      '{"type":"step","step":{"ind',
+    ];
+    const t = parseTrajectoryJournal(lines.join('\n'));
+    expect(t.steps).toHaveLength(1);
+    expect(t.steps[0]!.toolCalls[0]!.observation).toBe('out');
+    expect(t.contextTokens).toBe(5);
+    expect(() => parseTrajectoryJournal(`${lines[2]}\n${lines[0]}`)).toThrow(/line 1 is not JSON/);
   });
 
   it('turns arguments that are not a JSON object into {}', async () => {

@@ -163,6 +163,89 @@ describe('parseQwen3CoderToolCalls', () => {
     expect(args(parseQwen3CoderToolCalls(bad, schema))).toEqual({ opts: '[1]', files: 'not json' });
   });
 
+  it('keeps a Write of a document that quotes a Bash call a Write, with the whole content', () => {
+    const quoted =
+      'To clean, the agent calls:\n\n<tool_call>\n<function=Bash>\n<parameter=command>\nrm -rf build/\n</parameter>\n</function>\n</tool_call>\n\nThat is all.';
+    const text = `I will document it.\n<tool_call>\n<function=Write>\n<parameter=file_path>\ndocs/tools.md\n</parameter>\n<parameter=content>\n${quoted}\n</parameter>\n</function>\n</tool_call>`;
+    const result = parseQwen3CoderToolCalls(text, tools);
+    expect(result.toolCalls.map((c) => c.function.name)).toEqual(['Write']);
+    expect(args(result)).toEqual({ file_path: 'docs/tools.md', content: quoted });
+    expect(result.text).toBe('I will document it.');
+  });
+
+  it('keeps a quoted call at the very end of a Write content inside the content', () => {
+    const quoted = 'Example:\n<function=Bash>\n<parameter=command>\nrm -rf build/\n</parameter>\n</function>';
+    const text = `<function=Write>\n<parameter=file_path>\nex.md\n</parameter>\n<parameter=content>\n${quoted}\n</parameter>\n</function>`;
+    const result = parseQwen3CoderToolCalls(text, tools);
+    expect(result.toolCalls.map((c) => c.function.name)).toEqual(['Write']);
+    expect(args(result)).toEqual({ file_path: 'ex.md', content: quoted });
+  });
+
+  it('writes to the real path when the content contains <parameter=file_path>', () => {
+    const content = 'The format:\n<parameter=file_path>\n/etc/passwd\n</parameter>\nends a parameter.';
+    const text = `<tool_call>\n<function=Write>\n<parameter=file_path>\ndocs/format.md\n</parameter>\n<parameter=content>\n${content}\n</parameter>\n</function>\n</tool_call>`;
+    const result = parseQwen3CoderToolCalls(text, tools);
+    expect(result.toolCalls).toHaveLength(1);
+    expect(args(result)).toEqual({ file_path: 'docs/format.md', content });
+  });
+
+  it('writes to the real path when the content holds an unclosed <parameter=file_path>', () => {
+    const content = 'Start a parameter with\n<parameter=file_path>\nand a name.';
+    const text = `<function=Write>\n<parameter=file_path>\nREADME.md\n</parameter>\n<parameter=content>\n${content}\n</parameter>\n</function>`;
+    expect(args(parseQwen3CoderToolCalls(text, tools))).toEqual({ file_path: 'README.md', content });
+  });
+
+  it('still splits two real calls in a row, each with literal markup-free values', () => {
+    const text =
+      '<tool_call>\n<function=Write>\n<parameter=file_path>\na.md\n</parameter>\n<parameter=content>\nA\n</parameter>\n</function>\n</tool_call>\n' +
+      '<tool_call>\n<function=Bash>\n<parameter=command>\ncat a.md\n</parameter>\n</function>\n</tool_call>';
+    const result = parseQwen3CoderToolCalls(text, tools);
+    expect(result.toolCalls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+      ['Write', { file_path: 'a.md', content: 'A' }],
+      ['Bash', { command: 'cat a.md' }],
+    ]);
+  });
+
+  it('never runs a call quoted inside a cut-off Write in its place', () => {
+    const cutOffBeforeQuote =
+      '<function=Write>\n<parameter=file_path>\na.md\n</parameter>\n<parameter=content>\nSee:\n<tool_call>\n<function=Bash>\n<parameter=command>\nrm -rf /\n</parameter>\n</function>\n</tool_call>\nand then</parameter>';
+    const cutOffAfterQuote =
+      '<function=Write>\n<parameter=file_path>\na.md\n</parameter>\n<parameter=content>\nSee:\n<function=Bash>\n<parameter=command>\nrm -rf /\n</parameter>\n</function>\nand then';
+    for (const text of [cutOffBeforeQuote, cutOffAfterQuote]) {
+      const names = parseQwen3CoderToolCalls(text, tools).toolCalls.map((c) => c.function.name);
+      expect(names, text).not.toContain('Bash');
+    }
+  });
+
+  it('bounds its work on text full of closing tags (the test timeout catches a blow-up)', () => {
+    const noise = '<parameter=a>\nx\n</parameter>\n'.repeat(300);
+    const text = `<function=Write>\n<parameter=file_path>\nf\n</parameter>\n<parameter=content>\n${noise}</parameter>\n</function>\n</parameter>`;
+    const result = parseQwen3CoderToolCalls(text, tools);
+    expect(result.toolCalls.map((c) => c.function.name)).toEqual(['Write']);
+  });
+
+  it('types anyOf parameters by their first non-null type', () => {
+    const schema = [
+      {
+        type: 'function',
+        function: {
+          name: 'Opt',
+          parameters: {
+            type: 'object',
+            properties: {
+              n: { anyOf: [{ type: 'null' }, { type: 'integer' }] },
+              flag: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
+              name: { anyOf: [{ type: 'string' }, { type: 'integer' }] },
+            },
+          },
+        },
+      },
+    ];
+    const text =
+      '<function=Opt>\n<parameter=n>\n7\n</parameter>\n<parameter=flag>\ntrue\n</parameter>\n<parameter=name>\n007\n</parameter>\n</function>';
+    expect(args(parseQwen3CoderToolCalls(text, schema))).toEqual({ n: 7, flag: true, name: '007' });
+  });
+
   it('ends a parameter without </parameter> at the next parameter or at </function>', () => {
     const text =
       '<function=Edit>\n<parameter=file_path>\na.py\n<parameter=old_string>\nx\n<parameter=new_string>\ny\n</function>';

@@ -7,6 +7,8 @@ import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
 import type { AssistantMessage, ChatMessage } from '../../../src/llm/chat-model.js';
 import { createChatModelFromUrl, createReplayModel } from '../../../src/llm/replay-model.js';
+import { createSilentLogger } from '../../../src/observability/logger.js';
+import { createTrajectoryJournal, journalPathFor } from '../../../src/observability/trajectory-journal.js';
 import { startScriptedModelServer } from '../../helpers/scripted-model-server.js';
 
 const tools = LEAF_PROTOCOL.tools;
@@ -140,6 +142,22 @@ describe('createReplayModel', () => {
     expect(err.code).toBe('LLM_QUERY_ERROR');
     expect(err.message).toMatch(/^replay exhausted/);
     expect(err.message).toContain('ok.json');
+  });
+
+  it('replays a crashed run from its journal, by the missing .json path or the .jsonl path', async () => {
+    const path = join(dir, 'crashed', 'trajectory.json');
+    await createTrajectoryJournal(path, createSilentLogger()).append({
+      ...trajectory,
+      messages: recordedMessages.slice(0, 4),
+      steps: [trajectory.steps[0]!],
+      exitReason: null,
+    });
+    for (const source of [path, journalPathFor(path)]) {
+      const model = createReplayModel(source);
+      const r1 = await model.complete({ messages: [...start], tools });
+      expect(r1.message).toEqual(first);
+      expect(r1.usage).toEqual({ prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 });
+    }
   });
 
   it('accepts a parsed trajectory and answers by history, so a repeated request gets the same answer', async () => {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -223,6 +224,21 @@ describe('createSglangClient response', () => {
       file_path: 'src/temp.py',
       offset: 1,
       limit: 20,
+    });
+  });
+
+  it('keeps a recovered Write whose content quotes a Bash call and <parameter=file_path> a Write', async () => {
+    const content =
+      '# Agent notes\n\nThe model calls tools like this:\n\n<tool_call>\n<function=Bash>\n<parameter=command>\nrm -rf build/\n</parameter>\n</function>\n</tool_call>\n\nand names the file with <parameter=file_path>.\n';
+    const s = await start([
+      { kind: 'xml_content', calls: [{ name: 'Write', arguments: { file_path: 'docs/agent.md', content } }] },
+    ]);
+    const response = await client(s.url).complete({ messages: history, tools });
+    expect(response.recoveredToolCalls).toBe(true);
+    expect(response.message.tool_calls?.map((c) => c.function.name)).toEqual(['Write']);
+    expect(JSON.parse(response.message.tool_calls?.[0]?.function.arguments ?? '')).toEqual({
+      file_path: 'docs/agent.md',
+      content,
     });
   });
 
@@ -553,6 +569,33 @@ describe('createSglangClient cancellation', () => {
     );
     expect(err.code).toBe('CANCELLED');
     expect(s.requests).toHaveLength(1);
+  });
+
+  it('leaves no abort listener on the loop signal after each request (150 requests, no warning)', async () => {
+    const turns = 150;
+    const s = await start(Array.from({ length: turns }, () => ({ kind: 'final', content: 'ok' }) as const));
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w);
+    };
+    process.on('warning', onWarning);
+    try {
+      const controller = new AbortController();
+      const c = client(s.url);
+      const before = getEventListeners(controller.signal, 'abort').length;
+      const counts: number[] = [];
+      for (let i = 0; i < turns; i++) {
+        await c.complete({ messages: history, tools, signal: controller.signal });
+        counts.push(getEventListeners(controller.signal, 'abort').length);
+      }
+      // Let a warning emitted on process.nextTick arrive before asserting.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(s.requests).toHaveLength(turns);
+      expect(new Set(counts)).toEqual(new Set([before]));
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
 

@@ -31,6 +31,7 @@ function scriptedSandbox(
     readFile: unused,
     writeFile: unused,
     list: unused,
+    findFiles: unused,
     copyIn: unused,
     destroy: async () => undefined,
   };
