@@ -7,6 +7,8 @@ export const SANDBOX_UID = 1000;
 export const SANDBOX_HOSTNAME = 'frognano-sandbox';
 /** Directory inside the sandbox holding the agent script (read-only). */
 export const AGENT_DIR = '/run/frognano';
+/** Path inside the sandbox of the per-command launcher (`native/sandbox-exec.c`, read-only). */
+export const LAUNCHER_INSIDE = `${AGENT_DIR}/sandbox-exec`;
 
 /**
  * Entries of the host's `/etc` that are bound read-only when present: what the dynamic linker,
@@ -97,6 +99,8 @@ export interface BwrapArgsInput {
   agentScript: string;
   /** Host path of the node binary running the agent. */
   nodePath: string;
+  /** Host path of the built `sandbox-exec` launcher (bound at {@link LAUNCHER_INSIDE}). */
+  launcherPath: string;
   /** JSON configuration handed to the agent (argv). */
   agentConfig: string;
   /** Size of the private /tmp (tmpfs) in MiB. */
@@ -120,7 +124,13 @@ export function nodePathInside(nodePath: string): string {
  *   and `/dev`, a private size-limited `/tmp` (tmpfs, also `/var/tmp` and `/dev/shm`), and the
  *   workspace read-write at its own path. Nothing else of the host (no /home, /root, /work, the
  *   host's /tmp, /run, /sys) is visible;
- * - an environment built from scratch (`--clearenv`); commands get theirs from the agent.
+ * - an environment built from scratch (`--clearenv`); commands get theirs from the agent;
+ * - no nested user namespaces (`--disable-userns`); the agent keeps CAP_SYS_ADMIN and CAP_SETPCAP
+ *   inside the sandbox's user namespace only (`--cap-drop ALL --cap-add …`): the launcher needs
+ *   them to give each command its own pid namespace and /proc and to drop the bounding set, and a
+ *   process holding capabilities its callers lack is closed to their ptrace, /proc/<pid>/fd,
+ *   /proc/<pid>/mem and pidfd_getfd (the kernel's ptrace access check), so commands, which the
+ *   launcher strips of every capability, cannot reach the agent even where they can see it.
  */
 export function buildBwrapArgs(input: BwrapArgsInput): string[] {
   const args: string[] = [
@@ -134,6 +144,13 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--unshare-uts',
     '--unshare-cgroup-try',
     ...(input.shareNetwork ? [] : ['--unshare-net']),
+    '--disable-userns',
+    '--cap-drop',
+    'ALL',
+    '--cap-add',
+    'CAP_SYS_ADMIN',
+    '--cap-add',
+    'CAP_SETPCAP',
     '--hostname',
     SANDBOX_HOSTNAME,
     '--die-with-parent',
@@ -178,6 +195,9 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--ro-bind',
     input.limitsFile,
     LIMITS_FILE,
+    '--ro-bind',
+    input.launcherPath,
+    LAUNCHER_INSIDE,
   );
   const node = nodePathInside(input.nodePath);
   if (node !== input.nodePath) args.push('--ro-bind', input.nodePath, node);

@@ -8,20 +8,31 @@
  * mounted. Everything it touches is what the sandbox sees (the workspace, a private /tmp, read-only
  * system directories), so even a bug here cannot reach the host's files.
  *
+ * Channel: one socket on fd 3 (not stdio: bubblewrap's own pid 1 keeps stdio open, and a command
+ * could reach it there; it closes fd 3). Commands never get fd 3: they start through
+ * `sandbox-exec` (native/sandbox-exec.c), which closes every fd above 2, drops every capability and
+ * loads the seccomp filter before the command runs, in a pid namespace of its own where the
+ * kernel allows one. This agent keeps CAP_SYS_ADMIN and CAP_SETPCAP (bwrap --cap-add), so commands
+ * cannot ptrace it, open /proc/<agent>/fd or pidfd_getfd its socket even where they see its pid.
+ *
  * Wire format (both directions), one frame per message:
  *   u32 BE header length | u32 BE body length | header (UTF-8 JSON) | body (raw bytes)
  * The header lists the byte lengths of the blobs concatenated in the body (`blobs`), so file
  * contents and command output travel as raw bytes (no base64, no UTF-8 assumption).
- * Requests carry a numeric `id`; responses echo it with `ok: true` and result fields, or `ok: false`
- * and `error: { kind: 'file' | 'exec' | 'protocol', errno?, path?, message }`. Requests are served
- * concurrently; file operations are synchronous (fast, and ordered as they arrive).
- * At start the agent sends `{ id: 0, event: 'ready', pid }`.
+ * Requests carry a numeric `id` and a random `nonce`; responses echo both, with `ok: true` and
+ * result fields, or `ok: false` and `error: { kind: 'file' | 'exec' | 'protocol', errno?, path?,
+ * message }`. The host treats any other reply as a protocol violation and destroys the sandbox.
+ * Requests are served concurrently; file operations are synchronous (fast, and ordered as they
+ * arrive). At start the agent sends `{ id: 0, event: 'ready', pid }`.
  *
  * Config (argv[2], JSON): { workdir, env: {..} (base environment of commands), limitsFile (a
- * read-only bash script of `ulimit` calls, sourced by every command through BASH_ENV) }.
+ * read-only bash script of `ulimit` calls, sourced by every command through BASH_ENV), launcher
+ * (path of sandbox-exec inside the sandbox), exposeChannel (TESTING ONLY: hand commands the
+ * channel as fd 3, to prove that the host survives forged frames) }.
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const net = require('node:net');
 const { spawn } = require('node:child_process');
 
 const config = JSON.parse(process.argv[2] || '{}');
@@ -38,24 +49,31 @@ process.umask(0o022);
 // ---------------------------------------------------------------------------------------------
 // Framing
 
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+/** Nonce of each request being served (id -> nonce), echoed in its reply. */
+const nonces = new Map();
 let inChunks = [];
 let inBytes = 0;
 
 function send(header, blobs) {
   const parts = blobs || [];
-  const h = Buffer.from(JSON.stringify(Object.assign({}, header, { blobs: parts.map((b) => b.length) })));
+  const nonce = nonces.get(header.id);
+  nonces.delete(header.id);
+  const h = Buffer.from(
+    JSON.stringify(Object.assign({}, header, { nonce, blobs: parts.map((b) => b.length) })),
+  );
   let bodyLen = 0;
   for (const b of parts) bodyLen += b.length;
   const pre = Buffer.allocUnsafe(8);
   pre.writeUInt32BE(h.length, 0);
   pre.writeUInt32BE(bodyLen, 4);
   if (bodyLen < 65536) {
-    process.stdout.write(Buffer.concat([pre, h, ...parts]));
+    channel.write(Buffer.concat([pre, h, ...parts]));
   } else {
     // Separate writes keep large outputs from being copied again; frames cannot interleave because
     // writes to the same stream are queued in order.
-    process.stdout.write(Buffer.concat([pre, h]));
-    for (const b of parts) if (b.length > 0) process.stdout.write(b);
+    channel.write(Buffer.concat([pre, h]));
+    for (const b of parts) if (b.length > 0) channel.write(b);
   }
 }
 
@@ -481,6 +499,10 @@ const running = new Map(); // request id -> { kill(reason) }
 
 /** Script sourced by every command's bash through BASH_ENV: sets the rlimits, then unsets itself. */
 const LIMITS_FILE = typeof config.limitsFile === 'string' ? config.limitsFile : undefined;
+/** sandbox-exec: every command starts through it (see the top of this file). */
+const LAUNCHER = typeof config.launcher === 'string' ? config.launcher : undefined;
+/** TESTING ONLY: commands get the channel as fd 3 (hostile-frame tests); never set in production. */
+const EXPOSE_CHANNEL = config.exposeChannel === true;
 
 function isExecutable(p) {
   try {
@@ -614,13 +636,18 @@ function execOp(id, req, blobs) {
   const hasStdin = req.stdin === true;
   let child;
   try {
-    child = spawn('/bin/bash', args, {
-      argv0: 'bash',
-      cwd,
-      env,
-      detached: true, // own session and process group, so a kill reaches everything it started
-      stdio: [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
+    const stdio = [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
+    // Own session and process group, so a kill reaches everything it started; the launcher adds a
+    // pid namespace, whose end kills every process in it.
+    const options = { argv0: 'bash', cwd, env, detached: true, stdio };
+    if (EXPOSE_CHANNEL) {
+      stdio.push(channel);
+      child = spawn('/bin/bash', args, options);
+    } else if (LAUNCHER) {
+      child = spawn(LAUNCHER, ['/bin/bash', 'bash', ...args], options);
+    } else {
+      throw execError('ENOEXEC', 'no sandbox-exec launcher configured');
+    }
   } catch (e) {
     throw execError((e && e.code) || 'ESPAWN', `cannot start command: ${String(e && e.message)}`);
   }
@@ -689,6 +716,7 @@ const SYNC_OPS = { readFile: readFileOp, writeFile: writeFileOp, list: listOp, p
 
 function dispatch(req, blobs) {
   const id = req.id;
+  if (typeof req.nonce === 'string') nonces.set(id, req.nonce);
   try {
     if (req.op === 'exec') {
       execOp(id, req, blobs);
@@ -714,8 +742,8 @@ function dispatch(req, blobs) {
   }
 }
 
-process.stdin.on('data', onData);
-// The host closed the pipe (destroy, or the worker died): end the sandbox with us.
-process.stdin.on('end', () => process.exit(0));
-process.stdout.on('error', () => process.exit(0));
+channel.on('data', onData);
+// The host closed the channel (destroy, or the worker died): end the sandbox with us.
+channel.on('end', () => process.exit(0));
+channel.on('error', () => process.exit(0));
 send({ id: 0, event: 'ready', pid: process.pid });
