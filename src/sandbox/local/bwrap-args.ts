@@ -107,6 +107,15 @@ export interface BwrapArgsInput {
   tmpSizeMiB: number;
   /** Keep the host's network namespace (testing/debugging only: the sandbox is then online). */
   shareNetwork: boolean;
+  /**
+   * Run the agent as the sandbox's pid 1 (`--as-pid-1`), with no bubblewrap reaper. Set it when
+   * bubblewrap runs as host root: then the sandbox's /proc has read-only mounts over /proc/bus and
+   * /proc/irq, commands cannot get a pid namespace of their own (see native/sandbox-exec.c) and
+   * would see bubblewrap's reaper, which holds no capability and no seccomp filter, so a command
+   * could write its memory and run unfiltered system calls through it. Orphans of commands then
+   * stay zombies until the sandbox ends (node does not reap them).
+   */
+  agentAsPid1?: boolean;
 }
 
 /** Where the node binary is inside the sandbox: its own path when under /usr, else under AGENT_DIR. */
@@ -140,6 +149,7 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--gid',
     String(SANDBOX_UID),
     '--unshare-pid',
+    ...(input.agentAsPid1 === true ? ['--as-pid-1'] : []),
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',

@@ -641,8 +641,11 @@ function execOp(id, req, blobs) {
     // pid namespace, whose end kills every process in it.
     const options = { argv0: 'bash', cwd, env, detached: true, stdio };
     if (EXPOSE_CHANNEL) {
-      stdio.push(channel);
+      // What the command writes on its fd 3 goes onto the channel unchanged, as if it held it.
+      stdio.push('pipe');
       child = spawn('/bin/bash', args, options);
+      child.stdio[3].on('data', (chunk) => channel.write(chunk));
+      child.stdio[3].on('error', () => undefined);
     } else if (LAUNCHER) {
       child = spawn(LAUNCHER, ['/bin/bash', 'bash', ...args], options);
     } else {
