@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -204,6 +204,35 @@ describe('local sandbox (bubblewrap only)', () => {
       expect(r.stdout.toString() + r.stderr.toString()).toContain('Read-only file system');
     } finally {
       await rm(marker, { force: true });
+    }
+  });
+
+  it('denies nested user namespaces, setuid/setgid bits, device nodes and FIFOs (seccomp, --disable-userns)', async () => {
+    const sb = await create({ jobId: 'kernel-surface' });
+    const r = await sb.exec(
+      [
+        'unshare -Ur true; echo "unshare=$?"',
+        'touch f d-keep; chmod 4755 f; echo "chmod4755=$?"; chmod u+s f; echo "u+s=$?"; chmod g+s f; echo "g+s=$?"',
+        'mkdir -m 2755 sgid-dir; echo "mkdir2755=$?"',
+        'mkfifo fifo; echo "mkfifo=$?"; mknod null c 1 3; echo "mknod=$?"',
+        'python3 -c "import os; os.close(os.open(\"setuid-open\", os.O_CREAT | os.O_WRONLY, 0o4755))"; echo "open4755=$?"',
+        'cp f copy && chmod 755 copy; echo "plain-chmod=$?"',
+        'grep Seccomp: /proc/self/status; grep NoNewPrivs /proc/self/status',
+      ].join('\n'),
+      { timeoutMs: 20_000 },
+    );
+    const out = r.stdout.toString();
+    for (const denied of ['unshare', 'chmod4755', 'u+s', 'g+s', 'mkdir2755', 'mkfifo', 'mknod', 'open4755']) {
+      expect(out, r.stderr.toString()).toMatch(new RegExp(`^${denied.replace('+', '\\+')}=[1-9]`, 'm'));
+    }
+    expect(out).toContain('plain-chmod=0');
+    expect(out).toMatch(/Seccomp:\s+2/);
+    expect(out).toMatch(/NoNewPrivs:\s+1/);
+    // Nothing setuid, setgid, device-like or FIFO on the host side of the workspace.
+    for (const name of await readdir(sb.workdir)) {
+      const st = await lstat(path.join(sb.workdir, name));
+      expect(st.mode & 0o6000, name).toBe(0);
+      expect(st.isFIFO() || st.isCharacterDevice() || st.isBlockDevice(), name).toBe(false);
     }
   });
 

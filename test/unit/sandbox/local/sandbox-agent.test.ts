@@ -109,4 +109,29 @@ describe('sandbox agent', () => {
     const err = await failure({ op: 'exec', argv: ['no-such-command-frognano'] });
     expect(err.kind).toBe('exec');
   });
+
+  // The agent runs on the host here, whose /proc has nothing mounted below it: sandbox-exec gives
+  // every command a pid namespace and /proc of its own (what happens in a sandbox bwrap starts
+  // unprivileged).
+  it('runs each command in its own pid namespace: the agent is not there, nothing outlives it', async () => {
+    const tag = String(70000 + Math.floor(Math.random() * 9999));
+    const r = await request({
+      op: 'exec',
+      script: `echo "$$"; ls /proc | grep -c '^[0-9]'; (setsid sleep ${tag} &); test -e /proc/${child.pid}/fd && echo agent-visible; exit 0`,
+      timeoutMs: 10_000,
+    });
+    const [pid, count] = r.blobs[0]!.toString().trim().split('\n');
+    expect(pid).toBe('2');
+    expect(Number(count)).toBeLessThan(8);
+    expect(r.blobs[0]!.toString()).not.toContain('agent-visible');
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const left = readdirSync('/proc').filter((n) => {
+      try {
+        return /^\d+$/.test(n) && readFileSync(`/proc/${n}/cmdline`, 'utf8') === `sleep\0${tag}\0`;
+      } catch {
+        return false;
+      }
+    });
+    expect(left).toEqual([]);
+  });
 });
