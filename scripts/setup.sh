@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what FrogNano bot's local sandbox, demo and tests need on a Debian machine:
 #   - bubblewrap (the local sandbox driver), git, python3 with pytest (the example projects' tests);
+#   - gcc and libseccomp-dev, then builds native/build/sandbox-exec (the local sandbox's per-command
+#     launcher with its seccomp filter; `npm run build` builds it too);
 #   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -13,10 +15,19 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+[ -f /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The launcher is built from the repository root (where package.json is), when node is there.
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if command -v node >/dev/null 2>&1; then
+  (cd "$repo_root" && node scripts/build-native.mjs)
+  [ -x "$repo_root/native/build/sandbox-exec" ] || { echo "setup: building the sandbox launcher failed" >&2; exit 1; }
 fi
 
 redis_answers() {
@@ -36,4 +47,4 @@ if ! redis_answers; then
   done
   redis_answers || { echo "setup: Redis did not start; see /tmp/frognano-redis/redis.log" >&2; exit 1; }
 fi
-echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), git, python3-pytest and Redis are ready"
+echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), the seccomp launcher, git, python3-pytest and Redis are ready"

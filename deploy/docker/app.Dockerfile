@@ -4,6 +4,17 @@
 # Multi-stage: the build stage compiles TypeScript; the runtime stage has production dependencies
 # and dist/ only, and runs as a non-root user.
 
+# The local sandbox's per-command launcher (native/sandbox-exec.c): a seccomp filter built with
+# libseccomp, so the compiler and headers stay in this stage.
+FROM node:20-bookworm-slim AS native
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev libseccomp-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY native/sandbox-exec.c ./native/
+COPY scripts/build-native.mjs ./scripts/
+RUN node scripts/build-native.mjs && test -x native/build/sandbox-exec
+
 FROM node:20-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -12,13 +23,15 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --ignore-scripts
+# tsc and the assets only: the launcher comes from the native stage.
+RUN npx tsc -p tsconfig.build.json && node scripts/copy-assets.mjs && npm prune --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim AS runtime
 # git: the worker clones and pushes. bubblewrap: the local sandbox driver (SANDBOX_DRIVER=local on
-# a single machine); unused with the Kubernetes driver. tini: PID 1 that forwards SIGTERM.
+# a single machine); unused with the Kubernetes driver. libseccomp2: the launcher's library.
+# tini: PID 1 that forwards SIGTERM.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates bubblewrap tini \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap libseccomp2 tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 frognano \
  && useradd --uid 10001 --gid 10001 --home-dir /var/lib/frognano --create-home --shell /usr/sbin/nologin frognano
@@ -27,6 +40,7 @@ ENV NODE_ENV=production
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+COPY --from=native /src/native/build ./native/build
 USER 10001:10001
 EXPOSE 3000 3001
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/dist/bin/cli.js"]
