@@ -22,7 +22,11 @@
  * G cannot reach C's pipe either: C keeps CAP_SYS_ADMIN (which G lacks) and is non-dumpable, so
  * /proc/1/fd and /proc/1/mem are closed to G, and ptrace is denied by the filter.
  *
- * The filter is built with libseccomp (Debian libseccomp-dev), default allow, and answers EPERM to:
+ * The filter is built with libseccomp (Debian libseccomp-dev) at build time: scripts/build-native.mjs
+ * compiles this file once with -DFILTER_GENERATOR, runs it to export the filter as BPF
+ * (seccomp_export_bpf), and compiles it again with that program included (native/build/filter.h),
+ * so a command does not pay for building the filter (about 2 ms of CPU) and the launcher needs no
+ * library at run time. Default allow; EPERM to:
  * ptrace, process_vm_readv/writev, pidfd_open, pidfd_getfd, pidfd_send_signal, kcmp, setns,
  * unshare, clone with CLONE_NEWUSER, mount and the new mount API, umount2, pivot_root, chroot,
  * keyctl, add_key, request_key, bpf, perf_event_open, userfaultfd, io_uring (whose operations
@@ -43,7 +47,13 @@
 #include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#ifdef FILTER_GENERATOR
 #include <seccomp.h>
+#else
+#include "filter.h" /* generated: static const unsigned char FILTER_BPF[] */
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +75,7 @@ static void die(const char *what) {
   _exit(126);
 }
 
+#ifdef FILTER_GENERATOR
 /* Add "deny with `err` when the syscall exists"; a syscall this libseccomp does not know is skipped. */
 static int deny(scmp_filter_ctx ctx, int err, const char *name, unsigned n, struct scmp_arg_cmp *cmp) {
   int nr = seccomp_syscall_resolve_name(name);
@@ -134,6 +145,26 @@ static scmp_filter_ctx build_filter(void) {
   return ctx;
 }
 
+/* The generator: write the filter as BPF (struct sock_filter[]) to stdout. */
+int main(void) {
+  scmp_filter_ctx ctx = build_filter();
+  if (ctx == NULL) die("building the seccomp filter");
+  int rc = seccomp_export_bpf(ctx, 1);
+  if (rc != 0) {
+    errno = -rc;
+    die("exporting the seccomp filter");
+  }
+  return 0;
+}
+#else
+
+/* The filter built at build time (see the top of this file). */
+static struct sock_fprog filter_program(void) {
+  struct sock_fprog prog = {(unsigned short)(sizeof FILTER_BPF / sizeof(struct sock_filter)),
+                            (struct sock_filter *)FILTER_BPF};
+  return prog;
+}
+
 /* Drop every capability of this process for good: bounding set, ambient, then the three sets. */
 static void drop_capabilities(void) {
   for (int cap = 0; cap <= 63; cap++) {
@@ -147,15 +178,11 @@ static void drop_capabilities(void) {
 }
 
 /* G: the command itself. Never returns. */
-static void run_command(char **command, scmp_filter_ctx filter) {
+static void run_command(char **command, const struct sock_fprog *filter) {
   if (getsid(0) != getpid() && setsid() < 0) die("setsid");
   drop_capabilities();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die("no_new_privs");
-  int rc = seccomp_load(filter);
-  if (rc != 0) {
-    errno = -rc;
-    die("loading the seccomp filter");
-  }
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) != 0) die("loading the seccomp filter");
   execv(command[0], command + 1);
   fprintf(stderr, "sandbox-exec: cannot execute %s: %s\n", command[0], strerror(errno));
   _exit(127);
@@ -184,7 +211,7 @@ static int proc_is_plain(void) {
 }
 
 /* C: pid 1 of the command's pid namespace. Never returns. */
-static void run_init(char **argv, scmp_filter_ctx filter, int report_fd, int alive_fd) {
+static void run_init(char **argv, const struct sock_fprog *filter, int report_fd, int alive_fd) {
   /* getppid() is 0 here (P lives outside this pid namespace): P's end of `alive` tells if it died
    * before PDEATHSIG was armed. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(126);
@@ -257,8 +284,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: sandbox-exec PATH ARGV0 [ARG...] | sandbox-exec --check\n");
     return 126;
   }
-  scmp_filter_ctx filter = build_filter();
-  if (filter == NULL) die("building the seccomp filter");
+  struct sock_fprog program = filter_program();
+  const struct sock_fprog *filter = &program;
   int own_pid_namespace = proc_is_plain();
   if (!own_pid_namespace && !check) run_command(command, filter);
   if (own_pid_namespace && unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) die("unshare(CLONE_NEWPID|CLONE_NEWNS)");
@@ -285,3 +312,4 @@ int main(int argc, char **argv) {
   if (check && code == 0) puts(own_pid_namespace ? "ok pid-namespace" : "ok shared-pid-namespace");
   return code;
 }
+#endif

@@ -4,8 +4,9 @@
 # Multi-stage: the build stage compiles TypeScript; the runtime stage has production dependencies
 # and dist/ only, and runs as a non-root user.
 
-# The local sandbox's per-command launcher (native/sandbox-exec.c): a seccomp filter built with
-# libseccomp, so the compiler and headers stay in this stage.
+# The local sandbox's per-command launcher (native/sandbox-exec.c): its seccomp filter is built with
+# libseccomp here and compiled into a static binary, so compiler, headers and library stay in
+# this stage.
 FROM node:20-bookworm-slim AS native
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev libseccomp-dev \
@@ -28,10 +29,10 @@ RUN npx tsc -p tsconfig.build.json && node scripts/copy-assets.mjs && npm prune 
 
 FROM node:20-bookworm-slim AS runtime
 # git: the worker clones and pushes. bubblewrap: the local sandbox driver (SANDBOX_DRIVER=local on
-# a single machine); unused with the Kubernetes driver. libseccomp2: the launcher's library.
-# tini: PID 1 that forwards SIGTERM.
+# a single machine); unused with the Kubernetes driver (the launcher is static, its filter built in
+# the native stage). tini: PID 1 that forwards SIGTERM.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates bubblewrap libseccomp2 tini \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap tini \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 frognano \
  && useradd --uid 10001 --gid 10001 --home-dir /var/lib/frognano --create-home --shell /usr/sbin/nologin frognano
