@@ -7,6 +7,7 @@
 // still builds; the local driver then refuses to start sandboxes and `doctor` names the fix.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import process from 'node:process';
 
 const dir = 'native/build';
 const cc = process.env.CC ?? 'cc';
@@ -33,12 +34,12 @@ try {
   );
   // Static: no dynamic loader work on every command (the launcher uses only libc).
   run(cc, [...flags, '-static', '-I', dir, '-o', `${dir}/sandbox-exec`, 'native/sandbox-exec.c']);
-  console.log(
-    `build-native: built ${dir}/sandbox-exec (seccomp filter of ${bpf.length / 8} BPF instructions)`,
+  process.stdout.write(
+    `build-native: built ${dir}/sandbox-exec (seccomp filter of ${bpf.length / 8} BPF instructions)\n`,
   );
 } catch (err) {
-  console.warn(
+  process.stderr.write(
     `build-native: could not build ${dir}/sandbox-exec (${err.message}); the local sandbox driver needs it: ` +
-      'apt-get install gcc libseccomp-dev, then npm run build:native',
+      'apt-get install gcc libseccomp-dev, then npm run build:native\n',
   );
 }

@@ -215,7 +215,7 @@ describe('local sandbox (bubblewrap only)', () => {
         'touch f d-keep; chmod 4755 f; echo "chmod4755=$?"; chmod u+s f; echo "u+s=$?"; chmod g+s f; echo "g+s=$?"',
         'mkdir -m 2755 sgid-dir; echo "mkdir2755=$?"',
         'mkfifo fifo; echo "mkfifo=$?"; mknod null c 1 3; echo "mknod=$?"',
-        'python3 -c "import os; os.close(os.open(\"setuid-open\", os.O_CREAT | os.O_WRONLY, 0o4755))"; echo "open4755=$?"',
+        `python3 -c "import os; os.close(os.open('setuid-open', os.O_CREAT | os.O_WRONLY, 0o4755))"; echo "open4755=$?"`,
         'cp f copy && chmod 755 copy; echo "plain-chmod=$?"',
         'grep Seccomp: /proc/self/status; grep NoNewPrivs /proc/self/status',
       ].join('\n'),
@@ -226,6 +226,9 @@ describe('local sandbox (bubblewrap only)', () => {
       expect(out, r.stderr.toString()).toMatch(new RegExp(`^${denied.replace('+', '\\+')}=[1-9]`, 'm'));
     }
     expect(out).toContain('plain-chmod=0');
+    expect(r.stderr.toString()).toContain(
+      "PermissionError: [Errno 1] Operation not permitted: 'setuid-open'",
+    );
     expect(out).toMatch(/Seccomp:\s+2/);
     expect(out).toMatch(/NoNewPrivs:\s+1/);
     // Nothing setuid, setgid, device-like or FIFO on the host side of the workspace.
