@@ -134,4 +134,19 @@ describe('sandbox agent', () => {
     });
     expect(left).toEqual([]);
   });
+
+  it('reports signals and timeouts through the pid namespace like a plain child', async () => {
+    const term = await request({ op: 'exec', script: 'echo before; kill -TERM $$', timeoutMs: 10_000 });
+    expect([term.header.exitCode, term.header.signal, term.blobs[0]!.toString()]).toEqual([
+      null,
+      'SIGTERM',
+      'before\n',
+    ]);
+    const started = Date.now();
+    const slow = await request({ op: 'exec', script: '(setsid sleep 60 &); sleep 60', timeoutMs: 300 });
+    expect([slow.header.timedOut, slow.header.signal]).toEqual([true, 'SIGKILL']);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const code = await request({ op: 'exec', argv: ['bash', '-c', 'exit 7'], timeoutMs: 10_000 });
+    expect(code.header.exitCode).toBe(7);
+  });
 });
