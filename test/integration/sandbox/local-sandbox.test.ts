@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { lstat, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -120,6 +120,20 @@ async function hostProcesses(argv: string[]): Promise<number[]> {
   return found;
 }
 
+/** Whether `pid`'s chain of parents (host /proc) reaches `ancestor`. */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p = pid, depth = 0; p > 1 && depth < 64; depth++) {
+    if (p === ancestor) return true;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -237,6 +251,32 @@ describe('local sandbox (bubblewrap only)', () => {
       expect(st.mode & 0o6000, name).toBe(0);
       expect(st.isFIFO() || st.isCharacterDevice() || st.isBlockDevice(), name).toBe(false);
     }
+  });
+
+  it('ends an aborted call within the grace even when the agent itself stops answering', async () => {
+    const graceMs = 1_000;
+    const sb = await createLocalSandboxFactory({ workRoot, callGraceMs: graceMs }).create({
+      jobId: 'frozen-agent',
+    });
+    sandboxes.push(sb);
+    expect((await sb.exec('echo ok', { timeoutMs: 10_000 })).exitCode).toBe(0);
+    const agents = await hostProcesses(['/usr/bin/node', '/run/frognano/agent.cjs']);
+    const agent = agents.find((pid) => descendsFrom(pid, sb.hostPid));
+    expect(agent).toBeDefined();
+    const controller = new AbortController();
+    const pending = sb.exec('sleep 300', { signal: controller.signal, timeoutMs: 600_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(agent!, 'SIGSTOP'); // the sandbox's side of the channel no longer answers anything
+    const abortedAt = Date.now();
+    controller.abort();
+    const err = await pending;
+    expect(Date.now() - abortedAt).toBeLessThan(graceMs + 2_000);
+    expect(isAppError(err, 'SANDBOX_PROTOCOL_VIOLATION')).toBe(true);
+    expect((err as Error).message).toContain('an aborted command did not stop within 1000 ms');
+    await waitFor('the frozen sandbox to be gone', async () => !alive(sb.hostPid), 10_000);
   });
 
   it('refuses a symlink in the repository that points to a host file', async () => {
