@@ -162,6 +162,9 @@ type JournalEntry =
     };
 
 /** Internal result of one wrapped exec. */
+/** Time limit of the file scripts (read, write, list), ms. */
+const FILE_SCRIPT_TIMEOUT_MS = 120_000;
+
 /** Bytes kept on top of `maxOutputBytes` for the wrapper's preamble (`<nonce> <state>\n`). */
 const PREAMBLE_ROOM = 64;
 
@@ -197,8 +200,11 @@ const BASE_ENV: Readonly<Record<string, string>> = {
  * `EGRESS_NOT_BLOCKED` when the egress probe reached a target; and whatever `verify` throws. On
  * any of these the pod and the policy are deleted again.
  *
- * Exec: see `pod-scripts.ts` (in-pod wrapper: process group, watchdog, end-of-output trailer) and
- * `pod-exec.ts` (WebSocket). An exit status above 128 is reported as the signal 128 + n, as shells
+ * Exec: see `pod-scripts.ts` (in-pod wrapper: process group, watchdog, a preamble printed before the
+ * command starts; nothing the command prints is parsed, the exit code comes from the exec status
+ * channel) and `pod-exec.ts` (WebSocket). Every exec has a host-side deadline of its timeout plus
+ * `callGraceMs`; past it, or when an aborted command has not ended within min(grace, 5 s), the pod
+ * is deleted and the call fails with `SANDBOX_PROTOCOL_VIOLATION`. An exit status above 128 is reported as the signal 128 + n, as shells
  * report it (the in-pod shell cannot tell `exit 137` from SIGKILL). `limits.maxProcesses` is not
  * enforced per sandbox (the kubelet's pod PID limit applies); `limits.cpuSeconds` is `ulimit -t`.
  *
@@ -668,6 +674,8 @@ class KubernetesSandbox implements Sandbox {
         program: 'sh',
         stdin: options.stdin,
         maxOutputBytes: options.maxOutputBytes ?? this.#c.maxOutputBytes,
+        // File operations have a deadline too (plus the grace): a stuck one fails as EIO.
+        timeoutMs: FILE_SCRIPT_TIMEOUT_MS,
       },
     );
   }
