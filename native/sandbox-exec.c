@@ -246,6 +246,51 @@ static void run_init(char **argv, const struct sock_fprog *filter, int report_fd
   }
 }
 
+static int exit_like(int status);
+
+/* SIGKILL every child of this process (orphans of the command, as its subreaper). */
+static void kill_children(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return;
+  int pid;
+  while (fscanf(f, "%d", &pid) == 1) kill(pid, SIGKILL);
+  fclose(f);
+}
+
+/*
+ * Without a pid namespace of its own (see proc_is_plain), P stays as the command's subreaper:
+ * orphans of the command become P's children instead of the agent's (which would leave them
+ * zombies), and when the command ends every one left is killed, as the end of a pid namespace
+ * would. P holds capabilities the command lacks, so the command cannot trace it or open its fds.
+ */
+static int run_reaper(char **command, const struct sock_fprog *filter, int keep_stdout) {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) die("becoming the subreaper");
+  pid_t child = fork();
+  if (child < 0) die("fork");
+  if (child == 0) run_command(command, filter);
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, 0);
+    if (!keep_stdout) dup2(null, 1);
+    dup2(null, 2);
+  }
+  int status = 0, ended = 0;
+  for (;;) {
+    int st;
+    pid_t pid = waitpid(-1, &st, 0);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break; /* ECHILD: nothing left */
+    if (pid == child) {
+      status = st;
+      ended = 1;
+    }
+    if (ended) kill_children();
+  }
+  return exit_like(status);
+}
+
 /* P: wait for C's report and end the same way as the command. */
 static int finish(pid_t init, int report_fd) {
   int status = 0;
@@ -256,9 +301,16 @@ static int finish(pid_t init, int report_fd) {
   while (waitpid(init, &init_status, 0) < 0 && errno == EINTR) {
   }
   if (got != (ssize_t)sizeof status) {
+    /* C was killed (the agent kills a timed-out command's processes): end as it ended. */
+    if (WIFSIGNALED(init_status)) return exit_like(init_status);
     fprintf(stderr, "sandbox-exec: the command's namespace ended without a status\n");
     return 126;
   }
+  return exit_like(status);
+}
+
+/* End this process the way the command ended: its exit code, or its signal. */
+static int exit_like(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
     struct rlimit none = {0, 0};
@@ -287,8 +339,12 @@ int main(int argc, char **argv) {
   struct sock_fprog program = filter_program();
   const struct sock_fprog *filter = &program;
   int own_pid_namespace = proc_is_plain();
-  if (!own_pid_namespace && !check) run_command(command, filter);
-  if (own_pid_namespace && unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) die("unshare(CLONE_NEWPID|CLONE_NEWNS)");
+  if (!own_pid_namespace) {
+    int code = run_reaper(command, filter, check);
+    if (check && code == 0) puts("ok shared-pid-namespace");
+    return code;
+  }
+  if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) die("unshare(CLONE_NEWPID|CLONE_NEWNS)");
   int fds[2], alive[2];
   if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(alive, O_CLOEXEC) != 0) die("pipe");
   pid_t init = fork();
@@ -296,20 +352,13 @@ int main(int argc, char **argv) {
   if (init == 0) {
     close(fds[0]);
     close(alive[1]);
-    if (!own_pid_namespace) run_command(command, filter); /* --check without a private /proc */
     run_init(command, filter, fds[1], alive[0]);
   }
   close(fds[1]);
   close(alive[0]);
-  int code = own_pid_namespace ? finish(init, fds[0]) : 0;
-  if (!own_pid_namespace) {
-    int status;
-    while (waitpid(init, &status, 0) < 0 && errno == EINTR) {
-    }
-    code = WIFEXITED(status) ? WEXITSTATUS(status) : 126;
-  }
+  int code = finish(init, fds[0]);
   /* For doctor: "ok" and which isolation the commands get. */
-  if (check && code == 0) puts(own_pid_namespace ? "ok pid-namespace" : "ok shared-pid-namespace");
+  if (check && code == 0) puts("ok pid-namespace");
   return code;
 }
 #endif

@@ -43,6 +43,8 @@ const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
 const MAX_READ_BYTES = 512 * 1024 * 1024;
 /** Grace after a kill before we stop waiting for pipes held open by an escaped process (ms). */
 const KILL_GRACE_MS = 1000;
+/** Grace after a kill before the launcher itself is killed, when it did not end by itself (ms). */
+const LAUNCHER_GRACE_MS = 300;
 
 process.umask(0o022);
 
@@ -559,14 +561,15 @@ function descendants(rootPid) {
   return [...found];
 }
 
+/**
+ * Kill everything a command started. `rootPid` is sandbox-exec, which reaps and kills what is
+ * left of the command once the command itself died (and, in a pid namespace of its own, takes the
+ * whole namespace with it), then exits like the command: so the command's processes are killed
+ * first and the launcher a moment later only if it is still there.
+ */
 function killTree(rootPid) {
   for (let round = 0; round < 3; round++) {
-    const victims = descendants(rootPid);
-    try {
-      process.kill(-rootPid, 'SIGKILL');
-    } catch {
-      // group already gone
-    }
+    const victims = descendants(rootPid).filter((pid) => pid !== rootPid);
     for (const pid of victims) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -574,8 +577,17 @@ function killTree(rootPid) {
         // already gone
       }
     }
-    if (victims.length === 0) return;
+    if (victims.length === 0) break;
   }
+  setTimeout(() => {
+    for (const target of [-rootPid, rootPid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }, LAUNCHER_GRACE_MS).unref();
 }
 
 function collector(max) {

@@ -336,7 +336,9 @@ describe('local sandbox (bubblewrap only)', () => {
       [
         `import { createLocalSandboxFactory } from ${JSON.stringify(moduleUrl)};`,
         `const sb = await createLocalSandboxFactory({ workRoot: ${JSON.stringify(dir)} }).create({ jobId: 'orphan' });`,
-        `await sb.exec('sleep ${tag} > /dev/null 2>&1 &');`,
+        // A command still running (background processes end with their command).
+        `void sb.exec('sleep ${tag} > /dev/null 2>&1').catch(() => undefined);`,
+        `await new Promise((resolve) => setTimeout(resolve, 1000));`,
         `console.log(JSON.stringify({ hostPid: sb.hostPid, cgroupDir: sb.cgroupDir }));`,
         `setInterval(() => undefined, 1000);`,
       ].join('\n'),
