@@ -107,15 +107,6 @@ export interface BwrapArgsInput {
   tmpSizeMiB: number;
   /** Keep the host's network namespace (testing/debugging only: the sandbox is then online). */
   shareNetwork: boolean;
-  /**
-   * Run the agent as the sandbox's pid 1 (`--as-pid-1`), with no bubblewrap reaper. Set it when
-   * bubblewrap runs as host root: then the sandbox's /proc has read-only mounts over /proc/bus and
-   * /proc/irq, commands cannot get a pid namespace of their own (see native/sandbox-exec.c) and
-   * would see bubblewrap's reaper, which holds no capability and no seccomp filter, so a command
-   * could write its memory and run unfiltered system calls through it. Orphans of commands then
-   * stay zombies until the sandbox ends (node does not reap them).
-   */
-  agentAsPid1?: boolean;
 }
 
 /** Where the node binary is inside the sandbox: its own path when under /usr, else under AGENT_DIR. */
@@ -134,10 +125,10 @@ export function nodePathInside(nodePath: string): string {
  *   workspace read-write at its own path. Nothing else of the host (no /home, /root, /work, the
  *   host's /tmp, /run, /sys) is visible;
  * - an environment built from scratch (`--clearenv`); commands get theirs from the agent;
- * - no nested user namespaces (`--disable-userns`); the agent keeps CAP_SYS_ADMIN and CAP_SETPCAP
- *   inside the sandbox's user namespace only (`--cap-drop ALL --cap-add …`): the launcher needs
- *   them to give each command its own pid namespace and /proc and to drop the bounding set, and a
- *   process holding capabilities its callers lack is closed to their ptrace, /proc/<pid>/fd,
+ * - the agent as pid 1 (`--as-pid-1`); no nested user namespaces (`--disable-userns`); the agent
+ *   keeps CAP_SYS_ADMIN and CAP_SETPCAP inside the sandbox's user namespace only (`--cap-drop ALL
+ *   --cap-add …`): the launcher needs them to give each command its own pid namespace and /proc
+ *   and to drop the bounding set, and a process holding capabilities its callers lack is closed to their ptrace, /proc/<pid>/fd,
  *   /proc/<pid>/mem and pidfd_getfd (the kernel's ptrace access check), so commands, which the
  *   launcher strips of every capability, cannot reach the agent even where they can see it.
  */
@@ -149,7 +140,12 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--gid',
     String(SANDBOX_UID),
     '--unshare-pid',
-    ...(input.agentAsPid1 === true ? ['--as-pid-1'] : []),
+    // The agent is the sandbox's pid 1 (no bwrap reaper): where commands cannot have a pid
+    // namespace of their own (bwrap run by host root puts read-only mounts over /proc/bus and
+    // /proc/irq, see native/sandbox-exec.c) they would see bwrap's reaper, which holds neither a
+    // capability nor a seccomp filter, and could write its memory to run unfiltered system calls.
+    // Nothing orphans to the agent: sandbox-exec reaps what its command leaves.
+    '--as-pid-1',
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',

@@ -397,8 +397,6 @@ class LocalSandboxImpl implements LocalSandbox {
         agentScript: AGENT_SCRIPT,
         nodePath: p.nodePath,
         launcherPath: p.launcherPath,
-        // bwrap runs as this process's uid here: as host root, no per-command pid namespace.
-        agentAsPid1: process.getuid?.() === 0,
         agentConfig,
         tmpSizeMiB: p.limits.diskMiB,
         shareNetwork: p.shareNetwork,

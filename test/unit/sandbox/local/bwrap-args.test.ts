@@ -36,8 +36,7 @@ describe('buildBwrapArgs', () => {
     expect(has(args, '--cap-add', 'CAP_SETPCAP')).toBe(true);
     expect(args.filter((a) => a === '--cap-add')).toHaveLength(2);
     expect(has(args, '--ro-bind', '/app/native/build/sandbox-exec', '/run/frognano/sandbox-exec')).toBe(true);
-    expect(args).not.toContain('--as-pid-1');
-    expect(buildBwrapArgs({ ...input, agentAsPid1: true })).toContain('--as-pid-1');
+    expect(args).toContain('--as-pid-1');
     // --cap-drop ALL comes before the additions (bwrap applies them in order).
     expect(args.indexOf('--cap-drop')).toBeLessThan(args.indexOf('--cap-add'));
   });
