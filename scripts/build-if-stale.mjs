@@ -13,6 +13,8 @@ const INPUTS = [
   'tsconfig.build.json',
   'package-lock.json',
   'scripts/copy-assets.mjs',
+  'native/sandbox-exec.c',
+  'scripts/build-native.mjs',
 ];
 
 /** Newest modification time (ms) of a file or of every file under a directory. */

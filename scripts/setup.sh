@@ -3,6 +3,8 @@
 #   - bubblewrap (the local sandbox driver) with e2fsprogs and util-linux (its workspace file system
 #     and unprivileged uid), git, python3 with pytest (the example projects' tests),
 #     openssl (the TLS tests make a throwaway certificate authority with it);
+#   - gcc and libseccomp-dev, then builds native/build/sandbox-exec (the local sandbox's per-command
+#     launcher with its seccomp filter; `npm run build` builds it too);
 #   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
@@ -19,10 +21,19 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v mke2fs >/dev/null 2>&1 || [ -x /usr/sbin/mke2fs ] || [ -x /sbin/mke2fs ] || missing+=(e2fsprogs)
 command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+[ -f /usr/include/seccomp.h ] || missing+=(libseccomp-dev)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The launcher is built from the repository root (where package.json is), when node is there.
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if command -v node >/dev/null 2>&1; then
+  (cd "$repo_root" && node scripts/build-native.mjs)
+  [ -x "$repo_root/native/build/sandbox-exec" ] || { echo "setup: building the sandbox launcher failed" >&2; exit 1; }
 fi
 
 redis_answers() {
@@ -42,4 +53,4 @@ if ! redis_answers; then
   done
   redis_answers || { echo "setup: Redis did not start; see /tmp/frognano-redis/redis.log" >&2; exit 1; }
 fi
-echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), git, python3-pytest and Redis are ready"
+echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), the seccomp launcher, git, python3-pytest and Redis are ready"

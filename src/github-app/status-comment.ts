@@ -261,7 +261,9 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'llm_unreachable':
       return 'stopped: the model server could not be reached';
     case 'sandbox_failed':
-      return 'stopped: the sandbox failed';
+      return outcome.cause === 'protocol'
+        ? 'stopped: the sandbox broke its protocol'
+        : 'stopped: the sandbox failed';
     case 'timed_out':
       return 'stopped: time limit reached';
     case 'cancelled':
@@ -327,6 +329,17 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
     case 'sandbox_failed':
+      if (outcome.cause === 'protocol') {
+        out.push(
+          `A command in the sandbox interfered with the sandbox\u2019s own channel to the worker: ${untrusted(outcome.message)}`,
+          '',
+          'The sandbox was destroyed and nothing it reported was used; nothing was pushed. The commands ' +
+            'came from the model or from the repository\u2019s own code (tests, setup), so this is not a ' +
+            'service outage: an administrator can read the worker logs under the job id below before ' +
+            'anyone runs this again.',
+        );
+        break;
+      }
       out.push(
         `The sandbox that runs the model\u2019s commands failed: ${untrusted(outcome.message)}`,
         '',

@@ -21,7 +21,16 @@ export type Outcome =
       summary: RunSummary;
     }
   | { kind: 'llm_unreachable'; message: string; summary?: RunSummary }
-  | { kind: 'sandbox_failed'; message: string; summary?: RunSummary }
+  | {
+      kind: 'sandbox_failed';
+      message: string;
+      /**
+       * `protocol`: the sandbox broke its protocol (a forged, oversized or late reply from inside),
+       * so it was destroyed and nothing it reported was used; absent: it failed or could not start.
+       */
+      cause?: 'protocol';
+      summary?: RunSummary;
+    }
   | { kind: 'timed_out'; message: string; summary?: RunSummary }
   | { kind: 'cancelled'; by: string | null; reason: string; summary?: RunSummary }
   | {
@@ -101,6 +110,8 @@ export function classifyError(
         return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: err.message, summary };
       case 'LLM_UNREACHABLE':
         return { kind: 'llm_unreachable', message: err.message, summary };
+      case 'SANDBOX_PROTOCOL_VIOLATION':
+        return { kind: 'sandbox_failed', cause: 'protocol', message: err.message, summary };
       case 'SANDBOX_UNAVAILABLE':
       case 'SANDBOX_GONE':
       case 'SANDBOX_EXEC_FAILED':

@@ -17,15 +17,47 @@ import type { PathPattern } from '../../src/sandbox/path-pattern.js';
  * their own. Needs in the sandbox image: bash, coreutils (cat, head, tr, ln, stat, readlink,
  * printf, sleep). Every wait is bounded by the command timeouts used here.
  */
+/**
+ * What the hostile section needs from a driver (DESIGN.md: "Nothing a command inside does can change,
+ * delay or enlarge what the worker receives").
+ */
+export interface HostileHooks {
+  /** Grace (ms) the driver adds to a call's own timeout for its host-side deadline (as configured). */
+  graceMs: number;
+  /**
+   * A bash script that tries from inside to take the driver's channel to the worker (open, steal
+   * or trace whatever carries it) and write forged replies into it. It must print `taken N`
+   * last, N the number of attempts that got a writable handle, and exit 3.
+   */
+  takeChannelScript?: string;
+  /**
+   * TESTING ONLY: a factory of the same driver whose commands hold the channel to the worker on
+   * fd 3 (what a command that broke the isolation would hold), so forged frames reach the worker.
+   */
+  forgeFactory?: SandboxFactory;
+  /**
+   * A bash script that prints, on stdout and stderr, the driver's own markers (end-of-output
+   * trailers, status lines, exit reports) claiming exit `$1`, with whatever it can learn of the
+   * current call, saves what it printed to stdout in the file `$2`, and exits with `$3`.
+   */
+  markerScript: string;
+}
+
+/** Test process RSS may grow by at most this much while a hostile command runs (bytes). */
+export const HOSTILE_RSS_GROWTH_BOUND = 128 * 1024 * 1024;
+/** Scheduling slack allowed on top of a call's deadline plus grace in the hostile tests (ms). */
+export const HOSTILE_SLACK_MS = 2_000;
+
 export function describeSandboxContract(
   name: string,
-  setup: () => Promise<{ factory: SandboxFactory; cleanup?: () => Promise<void> }>,
+  setup: () => Promise<{ factory: SandboxFactory; cleanup?: () => Promise<void>; hostile: HostileHooks }>,
 ): void {
   describe(`sandbox contract: ${name}`, () => {
     const canaryName = 'FROGNANO_CONTRACT_CANARY';
     const canaryValue = `canary-${randomBytes(12).toString('hex')}`;
     let factory: SandboxFactory;
     let cleanup: (() => Promise<void>) | undefined;
+    let hostile: HostileHooks;
     let sb: Sandbox;
     const created: Sandbox[] = [];
     let counter = 0;
@@ -60,7 +92,7 @@ export function describeSandboxContract(
     beforeAll(async () => {
       // A secret in the worker's environment that must not be visible in the sandbox.
       process.env[canaryName] = canaryValue;
-      ({ factory, cleanup } = await setup());
+      ({ factory, cleanup, hostile } = await setup());
       sb = await create('contract');
     });
 
@@ -432,6 +464,200 @@ export function describeSandboxContract(
       it('rejects an archive that is not a tar', async () => {
         const err = await rejection(sb.copyIn(Readable.from([randomBytes(2048)]), { timeoutMs: 10_000 }));
         expect(isAppError(err, 'SANDBOX_COPY_FAILED')).toBe(true);
+      });
+    });
+
+    describe('hostile commands (the sandbox\u2019s own plumbing)', () => {
+      /** Settle `p` (value or error) and how long it took, in ms. */
+      const settle = async <T>(p: Promise<T>): Promise<{ value?: T; error?: unknown; ms: number }> => {
+        const started = Date.now();
+        try {
+          return { value: await p, ms: Date.now() - started };
+        } catch (error) {
+          return { error, ms: Date.now() - started };
+        }
+      };
+      /** Peak RSS of this process while `p` runs, above the RSS when it started (bytes). */
+      const rssGrowth = async <T>(p: Promise<T>): Promise<{ result: T; growth: number }> => {
+        const base = process.memoryUsage.rss();
+        let peak = base;
+        const timer = setInterval(() => {
+          peak = Math.max(peak, process.memoryUsage.rss());
+        }, 20);
+        try {
+          const result = await p;
+          peak = Math.max(peak, process.memoryUsage.rss());
+          return { result, growth: peak - base };
+        } finally {
+          clearInterval(timer);
+        }
+      };
+
+      it('a command cannot take the channel to the worker; its true exit code and output come back', async () => {
+        if (!hostile.takeChannelScript) return; // the driver has no channel a command could reach
+        const r = await sb.exec(hostile.takeChannelScript, { timeoutMs: 60_000 });
+        expect(r.stdout.toString().trim().split('\n').at(-1), r.stderr.toString()).toBe('taken 0');
+        expect(r.exitCode).toBe(3);
+        // The channel still carries only the agent's replies.
+        expect((await sb.exec('echo still-here', { timeoutMs: 10_000 })).stdout.toString()).toBe(
+          'still-here\n',
+        );
+      });
+
+      it('printing the driver\u2019s own markers changes neither the exit code nor the output', async () => {
+        const dir = freshDir();
+        await sh(`mkdir -p ${dir}`);
+        for (const [claimed, real] of [
+          [0, 1],
+          [1, 0],
+          [137, 0],
+          [0, 42],
+        ] as const) {
+          const saved = `${dir}/printed-${claimed}-${real}`;
+          const script = `set -- ${claimed} ${saved} ${real}\n${hostile.markerScript}`;
+          const r = await sb.exec(script, { timeoutMs: 20_000 });
+          expect(r.exitCode, r.stderr.toString()).toBe(real);
+          expect(r.timedOut).toBe(false);
+          expect(r.signal).toBeNull();
+          expect(r.stdout.equals(await sb.readFile(saved))).toBe(true);
+          expect(r.stdout.length).toBeGreaterThan(0);
+        }
+      });
+
+      it('output far above the cap is cut, the test process stays small', async () => {
+        const { result: r, growth } = await rssGrowth(
+          sb.exec('head -c 400000000 /dev/zero; echo done >&2; exit 5', {
+            timeoutMs: 60_000,
+            maxOutputBytes: 1024 * 1024,
+          }),
+        );
+        expect(r.exitCode).toBe(5);
+        expect(r.outputTruncated).toBe(true);
+        expect(r.stdout.length).toBe(1024 * 1024);
+        expect(r.stderr.toString()).toBe('done\n');
+        expect(growth).toBeLessThan(HOSTILE_RSS_GROWTH_BOUND);
+      });
+
+      it('a process that escapes the command and holds its output cannot delay the call past its deadline', async () => {
+        const s = await create('contract-escape');
+        const timeoutMs = 1_000;
+        const { value, error, ms } = await settle(
+          s.exec('(setsid sh -c "sleep 120" &); setsid sleep 120 & echo started; sleep 120', { timeoutMs }),
+        );
+        expect(ms).toBeLessThan(timeoutMs + hostile.graceMs + HOSTILE_SLACK_MS);
+        if (value) {
+          expect(value.timedOut).toBe(true);
+          expect(value.exitCode).toBeNull();
+        } else {
+          expect(isAppError(error, 'SANDBOX_PROTOCOL_VIOLATION')).toBe(true);
+        }
+      });
+
+      describe('forged frames on the channel (what a command that broke the isolation would send)', () => {
+        /** Bytes of one frame as the agent would write it. */
+        const frame = (
+          header: Record<string, unknown>,
+          bodyLength: number,
+          body = Buffer.alloc(0),
+        ): Buffer => {
+          const json = Buffer.from(JSON.stringify(header));
+          const prefix = Buffer.alloc(8);
+          prefix.writeUInt32BE(json.length, 0);
+          prefix.writeUInt32BE(bodyLength, 4);
+          return Buffer.concat([prefix, json, body]);
+        };
+        const cases: [string, Buffer][] = [
+          ['a frame announcing a 4 GiB body', frame({ id: 1, ok: true, blobs: [0xffff_ffff] }, 0xffff_ffff)],
+          [
+            'a partial body',
+            frame({ id: 2, ok: true, exitCode: 0, blobs: [1_000_000, 0] }, 1_000_000, Buffer.alloc(100, 'x')),
+          ],
+          ['garbage bytes', randomBytes(4096)],
+          [
+            'an unknown id',
+            frame(
+              {
+                id: 987_654,
+                ok: true,
+                exitCode: 0,
+                signal: null,
+                timedOut: false,
+                truncated: false,
+                blobs: [0, 0],
+              },
+              0,
+            ),
+          ],
+          ['a repeated id (a second ready)', frame({ id: 0, event: 'ready', pid: 1, blobs: [] }, 0)],
+          [
+            'a repeated id (an answered request)',
+            frame(
+              {
+                id: 1,
+                ok: true,
+                exitCode: 0,
+                signal: null,
+                timedOut: false,
+                truncated: false,
+                blobs: [0, 0],
+              },
+              0,
+            ),
+          ],
+        ];
+
+        it.each(cases)(
+          '%s: the call fails within its deadline, the sandbox is destroyed',
+          async (_name, bytes) => {
+            if (!hostile.forgeFactory) return; // the driver's commands can never write onto its channel
+            const s = await hostile.forgeFactory.create({ jobId: 'contract-forge' });
+            created.push(s);
+            expect((await s.exec('echo ok', { timeoutMs: 10_000 })).exitCode).toBe(0);
+            const timeoutMs = 2_000;
+            const { result, growth } = await rssGrowth(
+              settle(
+                s.exec('cat >&3; sleep 30', {
+                  stdin: bytes,
+                  timeoutMs,
+                  maxOutputBytes: 1024 * 1024,
+                }),
+              ),
+            );
+            expect(result.ms).toBeLessThan(timeoutMs + hostile.graceMs + HOSTILE_SLACK_MS);
+            expect(result.value).toBeUndefined();
+            expect(isAppError(result.error, 'SANDBOX_PROTOCOL_VIOLATION')).toBe(true);
+            expect((result.error as Error).message).toMatch(/^the sandbox broke its protocol: /);
+            expect(growth).toBeLessThan(HOSTILE_RSS_GROWTH_BOUND);
+            // Destroyed: every later call fails at once.
+            const later = await settle(s.exec('echo again', { timeoutMs: 5_000 }));
+            expect(later.value).toBeUndefined();
+            expect(later.ms).toBeLessThan(1_000);
+          },
+        );
+
+        it('a command that ends normally is reported as it ended, also in a sandbox that could be forged', async () => {
+          if (!hostile.forgeFactory) return;
+          const s = await hostile.forgeFactory.create({ jobId: 'contract-forge-honest' });
+          created.push(s);
+          for (const code of [0, 1, 2]) {
+            const r = await s.exec(`echo out; exit ${code}`, { timeoutMs: 10_000 });
+            expect([r.exitCode, r.stdout.toString()]).toEqual([code, 'out\n']);
+          }
+        });
+      });
+
+      it('cancelling ends the call within 10 s whatever the command does', async () => {
+        const s = await create('contract-cancel');
+        const controller = new AbortController();
+        const pending = settle(
+          s.exec('trap "" TERM INT HUP; (setsid sleep 300 &); exec 1>&- 2>&-; sleep 300', {
+            signal: controller.signal,
+            timeoutMs: 600_000,
+          }),
+        );
+        setTimeout(() => controller.abort(), 300);
+        const { ms } = await pending;
+        expect(ms).toBeLessThan(300 + 10_000);
       });
     });
 

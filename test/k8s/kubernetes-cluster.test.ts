@@ -7,10 +7,14 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAppError } from '../../src/app-error.js';
 import { runDoctorChecks } from '../../src/bin/commands/doctor.js';
-import { createKubernetesSandboxFactory } from '../../src/sandbox/kubernetes/kubernetes-sandbox.js';
+import {
+  createKubernetesSandboxFactory,
+  KUBERNETES_SANDBOX_DEFAULTS,
+} from '../../src/sandbox/kubernetes/kubernetes-sandbox.js';
 import { createSandboxJanitor } from '../../src/sandbox/kubernetes/sandbox-janitor.js';
 import type { Sandbox } from '../../src/sandbox/sandbox.js';
 import { idOf, renderKustomization } from '../helpers/kube-standin/render-kustomize.js';
+import { KUBERNETES_MARKERS } from '../helpers/kubernetes-markers.js';
 import { describeSandboxContract } from '../helpers/sandbox-contract.js';
 
 /**
@@ -83,7 +87,10 @@ suite('Kubernetes driver on a real cluster', () => {
     if (createdNamespace) await kubeConfig().makeApiClient(CoreV1Api).deleteNamespace({ name: NAMESPACE });
   });
 
-  describeSandboxContract(`kubernetes (${IMAGE})`, async () => ({ factory: factory() }));
+  describeSandboxContract(`kubernetes (${IMAGE})`, async () => ({
+    factory: factory(),
+    hostile: { graceMs: KUBERNETES_SANDBOX_DEFAULTS.callGraceMs, markerScript: KUBERNETES_MARKERS },
+  }));
 
   describe('driver', () => {
     const sandboxes: Sandbox[] = [];

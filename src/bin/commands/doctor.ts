@@ -425,6 +425,40 @@ async function checkModel(options: DoctorOptions, timeoutMs: number): Promise<Do
   }
 }
 
+/**
+ * Local driver: commands run under the launcher's seccomp filter (libseccomp), without
+ * capabilities, without nested user namespaces, and (when bubblewrap does not run as host root) in
+ * a pid namespace of their own. Read from inside a command, as the model's commands see it.
+ */
+export async function checkCommandIsolation(sandbox: Sandbox, timeoutMs: number): Promise<DoctorCheck> {
+  const name = 'local sandbox commands run under the seccomp filter (sandbox-exec)';
+  const fix =
+    'install the Debian packages gcc and libseccomp-dev (scripts/setup.sh), run npm run build:native, and use bubblewrap 0.8 or later (--disable-userns)';
+  try {
+    const r = await sandbox.exec(
+      'grep -E "^(Seccomp|NoNewPrivs|CapEff):" /proc/self/status; unshare -Ur true 2>/dev/null && echo userns-allowed; echo "pid $$"',
+      { timeoutMs },
+    );
+    const out = r.stdout.toString();
+    const problems = [
+      /Seccomp:\s+2/.test(out) ? '' : 'no seccomp filter',
+      /NoNewPrivs:\s+1/.test(out) ? '' : 'no_new_privs unset',
+      /CapEff:\s+0+\n/.test(out) ? '' : 'commands hold capabilities',
+      out.includes('userns-allowed') ? 'nested user namespaces allowed' : '',
+    ].filter(Boolean);
+    if (problems.length > 0) return { name, status: 'failed', detail: problems.join(', '), fix };
+    return {
+      name,
+      status: 'ok',
+      detail: out.includes('pid 2\n')
+        ? 'no capabilities, no nested user namespaces, own pid namespace per command'
+        : 'no capabilities, no nested user namespaces; the agent\u2019s pid namespace (bubblewrap runs as host root)',
+    };
+  } catch (err) {
+    return { name, status: 'failed', detail: (err as Error).message, fix };
+  }
+}
+
 async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<DoctorCheck[]> {
   const checks: DoctorCheck[] = [];
   const sandboxOptions = options.sandbox;
@@ -579,6 +613,8 @@ async function checkSandbox(options: DoctorOptions, timeoutMs: number): Promise<
     const support = await probeCgroupSupport(options.logger ?? createSilentLogger());
     checks.push(...localLimitChecks(enforced, support, sandboxOptions.allowUnlimited === true));
   }
+
+  if (sandboxOptions.driver !== 'kubernetes') checks.push(await checkCommandIsolation(sandbox, timeoutMs));
 
   const targets: readonly EgressTarget[] = options.egressProbeTargets ?? [
     { name: 'GitHub host', url: options.github.apiUrl },

@@ -65,6 +65,8 @@ export const KUBERNETES_SANDBOX_DEFAULTS = {
   copyTimeoutMs: 10 * 60 * 1000,
   /** Scripts longer than this go over stdin instead of the exec URL (whose length is bounded). */
   maxArgvScriptBytes: 8 * 1024,
+  /** Grace on top of a command's own timeout before the worker gives up on the pod, ms. */
+  callGraceMs: 30_000,
 } as const;
 
 /** Options of {@link createKubernetesSandboxFactory}. */
@@ -109,6 +111,12 @@ export interface KubernetesSandboxFactoryOptions {
    * stream by a few seconds. Default 5000.
    */
   deathCheckMs?: number;
+  /**
+   * Grace added to a command's timeout for its host-side deadline, ms (default
+   * {@link KUBERNETES_SANDBOX_DEFAULTS}.callGraceMs): past it the pod is deleted and the call fails
+   * with `SANDBOX_PROTOCOL_VIOLATION`. Also how long an aborted command may take to stop.
+   */
+  callGraceMs?: number;
   /** Times a dead pod is recreated (and the calls replayed) per sandbox. Default 2. */
   maxRecoveries?: number;
   /** Directory of the worker-side copy of `copyIn` archives (kept for replay). Default os.tmpdir(). */
@@ -156,6 +164,12 @@ type JournalEntry =
     };
 
 /** Internal result of one wrapped exec. */
+/** Time limit of the file scripts (read, write, list), ms. */
+const FILE_SCRIPT_TIMEOUT_MS = 120_000;
+
+/** Bytes kept on top of `maxOutputBytes` for the wrapper's preamble (`<nonce> <state>\n`). */
+const PREAMBLE_ROOM = 64;
+
 interface RawResult {
   stdout: Buffer;
   stderr: Buffer;
@@ -188,8 +202,11 @@ const BASE_ENV: Readonly<Record<string, string>> = {
  * `EGRESS_NOT_BLOCKED` when the egress probe reached a target; and whatever `verify` throws. On
  * any of these the pod and the policy are deleted again.
  *
- * Exec: see `pod-scripts.ts` (in-pod wrapper: process group, watchdog, end-of-output trailer) and
- * `pod-exec.ts` (WebSocket). An exit status above 128 is reported as the signal 128 + n, as shells
+ * Exec: see `pod-scripts.ts` (in-pod wrapper: process group, watchdog, a preamble printed before the
+ * command starts; nothing the command prints is parsed, the exit code comes from the exec status
+ * channel) and `pod-exec.ts` (WebSocket). Every exec has a host-side deadline of its timeout plus
+ * `callGraceMs`; past it, or when an aborted command has not ended within min(grace, 5 s), the pod
+ * is deleted and the call fails with `SANDBOX_PROTOCOL_VIOLATION`. An exit status above 128 is reported as the signal 128 + n, as shells
  * report it (the in-pod shell cannot tell `exit 137` from SIGKILL). `limits.maxProcesses` is not
  * enforced per sandbox (the kubelet's pod PID limit applies); `limits.cpuSeconds` is `ulimit -t`.
  *
@@ -249,6 +266,7 @@ export function createKubernetesSandboxFactory(options: KubernetesSandboxFactory
         spoolDir: options.spoolDir ?? tmpdir(),
         pingIntervalMs: options.execPingIntervalMs ?? 30_000,
         deathCheckMs: options.deathCheckMs ?? 5000,
+        callGraceMs: options.callGraceMs ?? d.callGraceMs,
       });
       try {
         await sandbox.start();
@@ -282,6 +300,7 @@ interface SandboxInternals {
   spoolDir: string;
   pingIntervalMs: number;
   deathCheckMs: number;
+  callGraceMs: number;
 }
 
 /** One sandbox pod (and its successors after recovery). A class: it has a lifecycle. */
@@ -676,6 +695,8 @@ class KubernetesSandbox implements Sandbox {
         program: 'sh',
         stdin: options.stdin,
         maxOutputBytes: options.maxOutputBytes ?? this.#c.maxOutputBytes,
+        // File operations have a deadline too (plus the grace): a stuck one fails as EIO.
+        timeoutMs: FILE_SCRIPT_TIMEOUT_MS,
       },
     );
   }
@@ -819,10 +840,15 @@ class KubernetesSandbox implements Sandbox {
       ...argv,
     ];
     const buffers = [o.script, o.stdin].filter((b): b is Buffer => b !== undefined && b.length > 0);
+    // Cancelling never waits on the pod: after the kill, the call has the grace to end.
+    const cancel = new AbortController();
+    let cancelTimer: NodeJS.Timeout | undefined;
     const onAbort = (): void => {
       void this.#kill(nonce);
+      cancelTimer = setTimeout(() => cancel.abort(), Math.min(this.#c.callGraceMs, 5_000));
     };
     o.signal?.addEventListener('abort', onAbort, { once: true });
+    const started = Date.now();
     let response: PodExecResponse;
     try {
       response = await execInPod({
@@ -832,13 +858,27 @@ class KubernetesSandbox implements Sandbox {
         container: SANDBOX_CONTAINER,
         command,
         stdin: { buffers, stream: o.stdinStream?.open() },
-        maxOutputBytes: o.maxOutputBytes,
+        // Room for the wrapper's preamble on stdout (see #interpret).
+        maxOutputBytes: o.maxOutputBytes + PREAMBLE_ROOM,
         pingIntervalMs: this.#c.pingIntervalMs,
-        // Backstop only: the wrapper's watchdog ends the command; the pod deadline bounds the rest.
+        // The wrapper's watchdog ends the command at its timeout; nothing the pod does may make
+        // the worker wait longer than the grace after that.
         hardTimeoutMs:
-          timeoutMs > 0 ? timeoutMs + 120_000 : (this.#c.objects.activeDeadlineSeconds + 60) * 1000,
+          timeoutMs > 0
+            ? timeoutMs + this.#c.callGraceMs
+            : (this.#c.objects.activeDeadlineSeconds + 60) * 1000,
+        cancel: cancel.signal,
       });
     } catch (err) {
+      if (err instanceof PodExecError && err.phase === 'deadline') {
+        this.#c.logger.warn({ pod: this.#podName, err: err.message }, 'sandbox protocol violation');
+        await this.destroy();
+        throw new AppError(
+          'SANDBOX_PROTOCOL_VIOLATION',
+          `the sandbox broke its protocol: ${err.message} (timeout ${timeoutMs} ms, grace ${this.#c.callGraceMs} ms)`,
+          { retryable: false, cause: err },
+        );
+      }
       if (err instanceof PodExecError) {
         const death = await this.#deathAfterBreak();
         if (death) throw new PodDiedError(death);
@@ -852,59 +892,59 @@ class KubernetesSandbox implements Sandbox {
       }
       throw err;
     } finally {
+      clearTimeout(cancelTimer);
       o.signal?.removeEventListener('abort', onAbort);
     }
-    return this.#interpret(response, nonce);
+    return this.#interpret(response, nonce, {
+      maxOutputBytes: o.maxOutputBytes,
+      timedOut: timeoutMs > 0 && Date.now() - started >= timeoutMs,
+      aborted: o.signal?.aborted === true,
+    });
   }
 
-  async #interpret(response: PodExecResponse, nonce: string): Promise<RawResult> {
-    const outTail = response.stdout.tail().toString('latin1');
-    const errTail = response.stderr.tail().toString('latin1');
-    const outMatch = new RegExp(`\\n${nonce} (exit|timeout|killed|cwd|nostart|stdin) (\\d+)\\n$`).exec(
-      outTail,
-    );
-    const errOk = errTail.endsWith(`\n${nonce}\n`);
-    if (!outMatch || !errOk) {
+  /**
+   * Read the result: the exit code only from the exec status (channel 3), the start state only from
+   * the wrapper's preamble (written before the command existed), the output unparsed. A SIGKILL
+   * status (137) is a timeout when the call's timeout had passed, a kill when it was aborted.
+   */
+  async #interpret(
+    response: PodExecResponse,
+    nonce: string,
+    o: { maxOutputBytes: number; timedOut: boolean; aborted: boolean },
+  ): Promise<RawResult> {
+    const head = response.stdout.head(PREAMBLE_ROOM).toString('latin1');
+    const preamble = new RegExp(`^${nonce} (start|cwd|nostart|stdin)\n`).exec(head);
+    const code = response.status ? exitCodeFromStatus(response.status) : null;
+    if (!preamble || code === null) {
       const death = await this.#deathAfterBreak();
       if (death) throw new PodDiedError(death);
       const why = response.status?.message ? ` (status: ${response.status.message})` : '';
       throw new AppError(
         'SANDBOX_EXEC_FAILED',
-        `the command's output stream was cut short: no end-of-output marker${why}`,
-        {
-          retryable: true,
-          details: { pod: this.#podName },
-        },
+        preamble
+          ? `the exec status carries no exit code${why}`
+          : `the command's output stream did not start with the wrapper's preamble${why}`,
+        { retryable: true, details: { pod: this.#podName } },
       );
     }
-    const state = outMatch[1]!;
-    const code = Number(outMatch[2]);
-    const statusCode = response.status ? exitCodeFromStatus(response.status) : null;
-    if (statusCode !== code) {
-      throw new AppError(
-        'SANDBOX_EXEC_FAILED',
-        `the exec status (${response.status?.message ?? 'none'}) disagrees with the command's exit code ${code}`,
-        { retryable: true },
-      );
-    }
+    const state = preamble[1]!;
     if (state === 'cwd')
       throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such working directory');
     if (state === 'nostart')
       throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: no such program');
     if (state === 'stdin')
       throw new AppError('SANDBOX_EXEC_FAILED', 'the command could not start: its stdin arrived short');
-    const outTrailer = outMatch[0].length;
-    const errTrailer = nonce.length + 2;
-    const outLength = response.stdout.total - outTrailer;
-    const errLength = response.stderr.total - errTrailer;
-    const stdout = Buffer.from(response.stdout.head(outLength));
-    const stderr = Buffer.from(response.stderr.head(errLength));
+    const skip = preamble[0].length;
+    const outLength = response.stdout.total - skip;
+    const stdout = Buffer.from(response.stdout.head(skip + o.maxOutputBytes).subarray(skip));
+    const stderr = Buffer.from(response.stderr.head(o.maxOutputBytes));
+    const killed = code === 128 + 9;
     return {
       stdout,
       stderr,
       code,
-      state: state as RawResult['state'],
-      outputTruncated: stdout.length < outLength || stderr.length < errLength,
+      state: killed && o.timedOut ? 'timeout' : killed && o.aborted ? 'killed' : 'exit',
+      outputTruncated: stdout.length < outLength || stderr.length < response.stderr.total,
     };
   }
 

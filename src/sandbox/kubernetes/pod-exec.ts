@@ -101,10 +101,18 @@ export class OutputCollector {
 export class PodExecError extends Error {
   /** HTTP status of the refused upgrade; `undefined` for network errors and cut streams. */
   readonly httpStatus: number | undefined;
-  /** `connect`: never opened; `cut`: closed before a status arrived. */
-  readonly phase: 'connect' | 'cut';
+  /**
+   * `connect`: never opened; `cut`: closed before a status arrived; `deadline`: `hardTimeoutMs`
+   * passed or `cancel` fired first (the socket was closed by us).
+   */
+  readonly phase: 'connect' | 'cut' | 'deadline';
 
-  constructor(message: string, phase: 'connect' | 'cut', httpStatus?: number, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    phase: 'connect' | 'cut' | 'deadline',
+    httpStatus?: number,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'PodExecError';
     this.phase = phase;
@@ -125,10 +133,13 @@ export interface PodExecRequest {
   /** Bytes kept at the head of each of stdout and stderr. */
   maxOutputBytes: number;
   /**
-   * Hard limit on the whole call in milliseconds: then the socket is closed and the call fails as
-   * cut. A backstop only; command timeouts are enforced inside the pod.
+   * Host-side deadline of the whole call in milliseconds (the command's timeout plus a grace):
+   * then the socket is closed and the call fails with phase `deadline`. Command timeouts are
+   * enforced inside the pod; this bounds what the pod can make the worker wait.
    */
   hardTimeoutMs: number;
+  /** Ends the call at once with phase `deadline` when it fires (a cancelled call's grace ran out). */
+  cancel?: AbortSignal;
   /** Interval of WebSocket pings keeping idle connections (proxies, load balancers) open, ms. */
   pingIntervalMs?: number;
 }
@@ -148,7 +159,7 @@ const MAX_FRAME_BYTES = 256 * 1024;
  *
  * @throws PodExecError `connect` when the upgrade is refused (`httpStatus`: 404 pod gone, 400 pod
  *   not running, 403 forbidden…) or the server cannot be reached; `cut` when the socket closes or
- *   errors before a status frame, or `hardTimeoutMs` passes.
+ *   errors before a status frame; `deadline` when `hardTimeoutMs` passes or `cancel` fires.
  */
 export async function execInPod(request: PodExecRequest): Promise<PodExecResponse> {
   const cluster = request.kubeConfig.getCurrentCluster();
@@ -180,6 +191,7 @@ export async function execInPod(request: PodExecRequest): Promise<PodExecRespons
       if (settled) return;
       settled = true;
       clearTimeout(hard);
+      request.cancel?.removeEventListener('abort', onCancel);
       if (ping) clearInterval(ping);
       request.stdin?.stream?.destroy();
       if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.terminate();
@@ -187,9 +199,13 @@ export async function execInPod(request: PodExecRequest): Promise<PodExecRespons
       else resolve({ stdout, stderr, status });
     };
     const hard = setTimeout(
-      () => finish(new PodExecError(`exec did not end within ${request.hardTimeoutMs} ms`, 'cut')),
+      () => finish(new PodExecError(`exec did not end within ${request.hardTimeoutMs} ms`, 'deadline')),
       request.hardTimeoutMs,
     );
+    const onCancel = (): void =>
+      finish(new PodExecError('exec did not end within its grace after it was cancelled', 'deadline'));
+    if (request.cancel?.aborted) onCancel();
+    request.cancel?.addEventListener('abort', onCancel, { once: true });
 
     ws.on('unexpected-response', (_req, res: IncomingMessage) => {
       const chunks: Buffer[] = [];

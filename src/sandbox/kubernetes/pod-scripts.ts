@@ -8,8 +8,14 @@ import { randomBytes } from 'node:crypto';
  * Every exec goes through {@link EXEC_WRAPPER}, which makes the result independent of the exec
  * WebSocket's own life: the command runs in a new session (its own process group) with a watchdog
  * that kills the whole group on timeout, so a closed socket or a dead worker does not leave the
- * deadline unenforced; and the wrapper ends stdout and stderr with a trailer naming a per-call
- * nonce, so that output cut short is detected instead of being taken for a success.
+ * deadline unenforced.
+ *
+ * Nothing the command prints is parsed (issue 9: a command that printed the old end-of-output
+ * trailer, whose nonce it could read from its parent's command line, could change the recorded
+ * result). The exit code comes only from the exec status channel (channel 3, written by the
+ * kubelet from the wrapper's exit status); the one line the driver reads from stdout is a preamble
+ * the wrapper prints *before* the command exists, so the command cannot forge or precede it.
+ * Output cut short shows as a socket closed without a status.
  */
 
 /** Directory inside the pod for the wrapper's per-call files (pid, stdin, flags). */
@@ -31,32 +37,34 @@ export const EXEC_STATE_DIR = '/tmp/.frognano-exec';
  * 9. and after: the command (`env -i NAME=value… program args…`). With a script on stdin, the
  *    script file's path is appended as the last argument.
  *
- * Output: the command's stdout and stderr, then `\n<nonce> <state> <code>\n` on stdout and
- * `\n<nonce>\n` on stderr. `state` is `exit`, `timeout` (the watchdog killed the group), `killed`
- * (the driver killed it on abort), `cwd` (no such working directory), `nostart` (no such program)
- * or `stdin` (stdin arrived short). The wrapper exits with the command's status, so the exec status channel agrees.
+ * Output: first the preamble `<nonce> <state>\n` on stdout, where `state` is `start` (the command
+ * runs next), `cwd` (no such working directory), `nostart` (no such program) or `stdin` (stdin
+ * arrived short); then the command's stdout and stderr, unchanged. The wrapper exits with the
+ * command's status (125/127 when it did not start), which the kubelet reports on channel 3.
  */
 export const EXEC_WRAPPER = `
 n=$1; t=$2; sb=$3; ib=$4; im=$5; cwd=$6; cpu=$7; prog=$8; shift 8
 d=${EXEC_STATE_DIR}; f="$d/$n"
 umask 077; mkdir -p "$d" 2>/dev/null
-fin() { rm -f "$f.in" "$f.cmd" "$f.pid" "$f.timeout" "$f.killed"; printf '\\n%s %s %s\\n' "$n" "$1" "$2"; printf '\\n%s\\n' "$n" >&2; exit "$2"; }
+fin() { rm -f "$f.in" "$f.cmd" "$f.pid" "$f.timeout" "$f.killed"; exit "$1"; }
+pre() { printf '%s %s\\n' "$n" "$1"; }
 if [ "$sb" -gt 0 ]; then
-  head -c "$sb" > "$f.cmd"; [ "$(( $(wc -c < "$f.cmd") ))" -eq "$sb" ] || fin stdin 125
+  head -c "$sb" > "$f.cmd"; [ "$(( $(wc -c < "$f.cmd") ))" -eq "$sb" ] || { pre stdin; fin 125; }
   set -- "$@" "$f.cmd"
 fi
 if [ "$ib" -gt 0 ] && [ "$im" = file ]; then
-  head -c "$ib" > "$f.in"; [ "$(( $(wc -c < "$f.in") ))" -eq "$ib" ] || fin stdin 125
+  head -c "$ib" > "$f.in"; [ "$(( $(wc -c < "$f.in") ))" -eq "$ib" ] || { pre stdin; fin 125; }
   exec 0< "$f.in"
 elif [ "$ib" -eq 0 ]; then
   exec 0< /dev/null
 fi
 umask 022
-cd -- "$cwd" 2>/dev/null || fin cwd 125
+cd -- "$cwd" 2>/dev/null || { pre cwd; fin 125; }
 case $prog in
   */*) [ -f "$prog" ] && [ -x "$prog" ] ;;
   *) command -v -- "$prog" > /dev/null 2>&1 ;;
-esac || fin nostart 127
+esac || { pre nostart; fin 127; }
+pre start
 [ "$cpu" -gt 0 ] && ulimit -t "$cpu"
 # An asynchronous command's stdin is /dev/null unless redirected explicitly (POSIX), hence fd 3.
 exec 3<&0
@@ -77,9 +85,7 @@ fi
 wait $p 2>/dev/null; c=$?
 kill -KILL -$p 2>/dev/null
 if [ -n "$w" ]; then kill -TERM $w 2>/dev/null; wait $w 2>/dev/null; fi
-if [ -e "$f.timeout" ]; then fin timeout "$c"; fi
-if [ -e "$f.killed" ]; then fin killed "$c"; fi
-fin exit "$c"
+fin "$c"
 `;
 
 /**

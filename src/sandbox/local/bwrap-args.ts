@@ -7,6 +7,8 @@ export const SANDBOX_UID = 1000;
 export const SANDBOX_HOSTNAME = 'frognano-sandbox';
 /** Directory inside the sandbox holding the agent script (read-only). */
 export const AGENT_DIR = '/run/frognano';
+/** Path inside the sandbox of the per-command launcher (`native/sandbox-exec.c`, read-only). */
+export const LAUNCHER_INSIDE = `${AGENT_DIR}/sandbox-exec`;
 
 /**
  * Entries of the host's `/etc` that are bound read-only when present: what the dynamic linker,
@@ -103,6 +105,8 @@ export interface BwrapArgsInput {
   agentScript: string;
   /** Host path of the node binary running the agent. */
   nodePath: string;
+  /** Host path of the built `sandbox-exec` launcher (bound at {@link LAUNCHER_INSIDE}). */
+  launcherPath: string;
   /** JSON configuration handed to the agent (argv). */
   agentConfig: string;
   /** Size of the private /tmp (tmpfs) in MiB; its pages count against the sandbox's memory cgroup. */
@@ -132,7 +136,13 @@ export function nodePathInside(nodePath: string): string {
  *   recreated, a minimal read-only `/etc`, fresh `/proc` and `/dev`, a private size-limited `/tmp`
  *   (tmpfs, also `/var/tmp`) and `/dev/shm`, and the workspace read-write at its own path. Nothing
  *   else of the host (no /home, /root, /work, the host's /tmp, /run, /sys) is visible;
- * - an environment built from scratch (`--clearenv`); commands get theirs from the agent.
+ * - an environment built from scratch (`--clearenv`); commands get theirs from the agent;
+ * - the agent as pid 1 (`--as-pid-1`); no nested user namespaces (`--disable-userns`); the agent
+ *   keeps CAP_SYS_ADMIN and CAP_SETPCAP inside the sandbox's user namespace only (`--cap-drop ALL
+ *   --cap-add …`): the launcher needs them to give each command its own pid namespace and /proc
+ *   and to drop the bounding set, and a process holding capabilities its callers lack is closed to their ptrace, /proc/<pid>/fd,
+ *   /proc/<pid>/mem and pidfd_getfd (the kernel's ptrace access check), so commands, which the
+ *   launcher strips of every capability, cannot reach the agent even where they can see it.
  */
 export function buildBwrapArgs(input: BwrapArgsInput): string[] {
   const args: string[] = [
@@ -142,10 +152,23 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--gid',
     String(SANDBOX_UID),
     '--unshare-pid',
+    // The agent is the sandbox's pid 1 (no bwrap reaper): where commands cannot have a pid
+    // namespace of their own (bwrap run by host root puts read-only mounts over /proc/bus and
+    // /proc/irq, see native/sandbox-exec.c) they would see bwrap's reaper, which holds neither a
+    // capability nor a seccomp filter, and could write its memory to run unfiltered system calls.
+    // Nothing orphans to the agent: sandbox-exec reaps what its command leaves.
+    '--as-pid-1',
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',
     ...(input.shareNetwork ? [] : ['--unshare-net']),
+    '--disable-userns',
+    '--cap-drop',
+    'ALL',
+    '--cap-add',
+    'CAP_SYS_ADMIN',
+    '--cap-add',
+    'CAP_SETPCAP',
     '--hostname',
     SANDBOX_HOSTNAME,
     '--die-with-parent',
@@ -191,6 +214,9 @@ export function buildBwrapArgs(input: BwrapArgsInput): string[] {
     '--ro-bind',
     input.limitsFile,
     LIMITS_FILE,
+    '--ro-bind',
+    input.launcherPath,
+    LAUNCHER_INSIDE,
   );
   const node = nodePathInside(input.nodePath);
   if (node !== input.nodePath) args.push('--ro-bind', input.nodePath, node);

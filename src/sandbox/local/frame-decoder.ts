@@ -1,6 +1,6 @@
 /**
- * Framing of the pipe between the host and the in-sandbox agent (`sandbox-agent.cjs`, which holds
- * the other half of this format). One frame per message:
+ * Framing of the channel between the host and the in-sandbox agent (`sandbox-agent.cjs`, which
+ * holds the other half of this format). One frame per message:
  *
  * ```
  * u32 BE header length | u32 BE body length | header (UTF-8 JSON) | body (raw bytes)
@@ -16,8 +16,16 @@ export interface Frame {
   blobs: Buffer[];
 }
 
-/** Header bytes accepted from the agent; real headers are a few hundred bytes (file lists aside). */
-const DEFAULT_MAX_HEADER_BYTES = 256 * 1024 * 1024;
+/**
+ * A frame the decoder refuses: too long, not JSON, blob lengths that do not add up, or refused by
+ * the connection's {@link FrameDecoderHooks.acceptHeader}. The connection is unusable afterwards.
+ */
+export class FrameError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FrameError';
+  }
+}
 
 /**
  * Encode one frame. `header` must be JSON-serialisable; a `blobs` field is added listing the
@@ -34,26 +42,34 @@ export function encodeFrame(header: Record<string, unknown>, blobs: readonly Buf
   return [Buffer.concat([prefix, json]), ...blobs.filter((b) => b.length > 0)];
 }
 
+/** What the decoder asks its owner while a frame arrives (the caps depend on what was asked). */
+export interface FrameDecoderHooks {
+  /** Largest header accepted for the next frame, in bytes. */
+  maxHeaderBytes(): number;
+  /** Largest body any frame may announce now, in bytes (checked before its header has arrived). */
+  maxBodyBytes(): number;
+  /**
+   * Called with a frame's parsed header and announced body length before any of its body is kept.
+   * Throw a {@link FrameError} to refuse the frame (unknown id, body above what the call asked for).
+   */
+  acceptHeader(header: unknown, bodyLength: number): void;
+}
+
 /**
- * Incremental decoder: feed it chunks as they arrive (in any split), get whole frames back.
- * Throws a `RangeError` when a frame announces more than the configured sizes (a confused or
- * hostile agent must not make the worker allocate gigabytes) and `SyntaxError` for a header that
- * is not JSON; the connection is then unusable.
+ * Incremental decoder: feed it chunks as they arrive (in any split), get whole frames back. What
+ * it keeps is bounded by the frame being read: the header cap until the header is parsed and
+ * accepted, then that frame's announced (and accepted) body. Throws {@link FrameError}; the
+ * connection is then unusable.
  */
 export class FrameDecoder {
-  readonly #maxHeaderBytes: number;
-  readonly #maxBodyBytes: number;
+  readonly #hooks: FrameDecoderHooks;
   #chunks: Buffer[] = [];
   #buffered = 0;
+  /** The current frame once its header was accepted. */
+  #current: { header: unknown; headerLength: number; bodyLength: number } | undefined;
 
-  /**
-   * @param options.maxBodyBytes largest accepted body in bytes.
-   * @param options.maxHeaderBytes largest accepted JSON header in bytes (default 256 MiB: a file
-   *   list of 100 000 long paths is big).
-   */
-  constructor(options: { maxBodyBytes: number; maxHeaderBytes?: number }) {
-    this.#maxBodyBytes = options.maxBodyBytes;
-    this.#maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  constructor(hooks: FrameDecoderHooks) {
+    this.#hooks = hooks;
   }
 
   /** Add a chunk; returns the frames completed by it (possibly none). */
@@ -63,29 +79,49 @@ export class FrameDecoder {
     const frames: Frame[] = [];
     for (;;) {
       if (this.#buffered < 8) return frames;
-      let first = this.#chunks[0] as Buffer;
-      if (first.length < 8) {
-        first = Buffer.concat(this.#chunks);
-        this.#chunks = [first];
+      if (this.#current === undefined) {
+        const prefix = this.#contiguous(8);
+        const headerLength = prefix.readUInt32BE(0);
+        const bodyLength = prefix.readUInt32BE(4);
+        const maxHeader = this.#hooks.maxHeaderBytes();
+        if (headerLength > maxHeader) {
+          throw new FrameError(`a frame header of ${headerLength} bytes exceeds ${maxHeader}`);
+        }
+        const maxBody = this.#hooks.maxBodyBytes();
+        if (bodyLength > maxBody) {
+          throw new FrameError(`a frame body of ${bodyLength} bytes exceeds ${maxBody}`);
+        }
+        if (this.#buffered < 8 + headerLength) return frames;
+        const all = this.#contiguous(8 + headerLength);
+        let header: unknown;
+        try {
+          header = JSON.parse(all.toString('utf8', 8, 8 + headerLength));
+        } catch {
+          throw new FrameError('a frame header is not JSON');
+        }
+        this.#hooks.acceptHeader(header, bodyLength);
+        this.#current = { header, headerLength, bodyLength };
       }
-      const headerLength = first.readUInt32BE(0);
-      const bodyLength = first.readUInt32BE(4);
-      if (headerLength > this.#maxHeaderBytes) {
-        throw new RangeError(`agent frame header of ${headerLength} bytes exceeds ${this.#maxHeaderBytes}`);
-      }
-      if (bodyLength > this.#maxBodyBytes) {
-        throw new RangeError(`agent frame body of ${bodyLength} bytes exceeds ${this.#maxBodyBytes}`);
-      }
+      const { header, headerLength, bodyLength } = this.#current;
       const total = 8 + headerLength + bodyLength;
       if (this.#buffered < total) return frames;
-      const all = this.#chunks.length === 1 ? first : Buffer.concat(this.#chunks, this.#buffered);
+      const all = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
       const rest = all.subarray(total);
       this.#chunks = rest.length > 0 ? [rest] : [];
       this.#buffered = rest.length;
-      const header: unknown = JSON.parse(all.toString('utf8', 8, 8 + headerLength));
-      const body = all.subarray(8 + headerLength, total);
-      frames.push({ header, blobs: splitBlobs(header, body) });
+      this.#current = undefined;
+      frames.push({ header, blobs: splitBlobs(header, all.subarray(8 + headerLength, total)) });
     }
+  }
+
+  /** The buffered bytes as one buffer holding at least `n` bytes (joins chunks only when needed). */
+  #contiguous(n: number): Buffer {
+    let first = this.#chunks[0] as Buffer;
+    if (first.length < n) {
+      first = Buffer.concat(this.#chunks, this.#buffered);
+      this.#chunks = [first];
+    }
+    return first;
   }
 }
 
@@ -98,10 +134,11 @@ function splitBlobs(header: unknown, body: Buffer): Buffer[] {
   let offset = 0;
   for (const n of lengths) {
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || offset + n > body.length) {
-      throw new RangeError('agent frame blob lengths do not match its body');
+      throw new FrameError('the blob lengths of a frame do not match its body');
     }
     blobs.push(body.subarray(offset, offset + n));
     offset += n;
   }
+  if (offset !== body.length) throw new FrameError('the blob lengths of a frame do not match its body');
   return blobs;
 }

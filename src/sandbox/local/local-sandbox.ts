@@ -14,7 +14,7 @@ import {
 } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import tarStream from 'tar-stream';
 import { z } from 'zod';
@@ -30,9 +30,10 @@ import {
   type SandboxLimits,
 } from '../sandbox.js';
 import type { PathPattern } from '../path-pattern.js';
-import { AgentConnection, AgentRequestError } from './agent-connection.js';
+import { AgentConnection, AgentRequestError, type ReplyLimits } from './agent-connection.js';
 import {
   buildBwrapArgs,
+  LAUNCHER_INSIDE,
   LIMITS_FILE,
   limitsScript,
   probeHostLayout,
@@ -124,6 +125,21 @@ export interface LocalSandboxFactoryOptions {
    * worker, whose sandboxes run as its own uid, and for a `hostWorkdir` (the caller's directory).
    */
   hostUid?: number;
+  /**
+   * Host path of the built `sandbox-exec` launcher (native/sandbox-exec.c, built by
+   * `npm run build`); default `native/build/sandbox-exec` of this package.
+   */
+  launcherPath?: string;
+  /**
+   * Grace in ms added to each call's own timeout to make its host-side deadline (default
+   * {@link DEFAULT_CALL_GRACE_MS}); also how long an aborted command may take to stop.
+   */
+  callGraceMs?: number;
+  /**
+   * TESTING ONLY: hand every command the agent's channel as fd 3 (and skip the launcher), so that
+   * tests can write forged frames and prove the worker side holds. Never set it in production.
+   */
+  exposeChannelForTests?: boolean;
 }
 
 /** Which of a local sandbox's limits and protections hold (see {@link DEFAULT_LOCAL_LIMITS}). */
@@ -139,6 +155,22 @@ export interface LocalEnforcement {
   /** The sandbox runs as a host uid other than 0. */
   unprivileged: boolean;
 }
+
+/**
+ * Grace added to a call's own timeout for its host-side deadline, in ms: the agent answers a
+ * timed-out command within about 1 s of its kill (sandbox-agent.cjs KILL_GRACE_MS).
+ */
+export const DEFAULT_CALL_GRACE_MS = 5_000;
+/** Deadline of a call without a timeout of its own (file operations, copy entries), in ms. */
+const FILE_CALL_DEADLINE_MS = 60_000;
+/** Deadline of a command run without `timeoutMs`, in ms (the job's own time limit is shorter). */
+const UNTIMED_EXEC_DEADLINE_MS = 6 * 3_600_000;
+/** Reply header caps (bytes): results of commands and file operations are a few hundred bytes. */
+const SMALL_HEADER_BYTES = 64 * 1024;
+/** Header cap of a listing or a Glob walk (bytes): far above any real tree, still a bound. */
+const MAX_LIST_HEADER_BYTES = 256 * 1024 * 1024;
+/** Default launcher path: `native/build/sandbox-exec`, three levels above src/ or dist/ modules. */
+const DEFAULT_LAUNCHER = fileURLToPath(new URL('../../../native/build/sandbox-exec', import.meta.url));
 
 /** A sandbox of the local driver, with facts about how its limits are enforced. */
 export interface LocalSandbox extends Sandbox {
@@ -163,8 +195,8 @@ export interface LocalSandboxFactory extends SandboxFactory {
 
 /** The in-sandbox agent script, shipped next to this module (copied to dist/ by the build). */
 const AGENT_SCRIPT = fileURLToPath(new URL('./sandbox-agent.cjs', import.meta.url));
-/** Largest reply accepted from the agent, in bytes. */
-const MAX_REPLY_BYTES = 1024 * 1024 * 1024;
+/** Largest file readFile returns without `maxBytes` (the agent's own cap), in bytes. */
+const MAX_READ_BYTES = 512 * 1024 * 1024;
 /** Hard cap on `maxOutputBytes` (per stream), so that both streams fit in one reply. */
 const MAX_OUTPUT_BYTES_PER_STREAM = 256 * 1024 * 1024;
 const DEFAULT_COPY_TIMEOUT_MS = 300_000;
@@ -232,6 +264,7 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
     driver: 'local',
     async create(createOptions: CreateSandboxOptions): Promise<LocalSandbox> {
       const bwrapPath = await findBwrap(options.bwrapPath);
+      const launcherPath = await findLauncher(options.launcherPath ?? DEFAULT_LAUNCHER);
       layout ??= probeHostLayout();
       if (!swept) {
         swept = true;
@@ -255,6 +288,9 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         startTimeoutMs: options.startTimeoutMs ?? 20_000,
         hostUid: options.hostUid ?? DEFAULT_SANDBOX_HOST_UID,
         checkEnforced: unenforced,
+        launcherPath,
+        callGraceMs: options.callGraceMs ?? DEFAULT_CALL_GRACE_MS,
+        exposeChannel: options.exposeChannelForTests === true,
         logger: logger.child({ sandbox: 'local', jobId: createOptions.jobId }),
       });
     },
@@ -358,7 +394,28 @@ async function findBwrap(configured: string | undefined): Promise<string> {
   );
 }
 
+/**
+ * The launcher must exist and be executable; without it commands could reach the agent, so no
+ * sandbox starts. Throws `SANDBOX_UNAVAILABLE` naming the fix.
+ */
+export async function findLauncher(launcherPath: string): Promise<string> {
+  try {
+    await access(launcherPath, fsConstants.X_OK);
+    if ((await stat(launcherPath)).isFile()) return launcherPath;
+  } catch {
+    // reported below
+  }
+  throw new AppError(
+    'SANDBOX_UNAVAILABLE',
+    `the sandbox launcher ${launcherPath} is not built: install the Debian packages gcc and libseccomp-dev (scripts/setup.sh does), then run npm run build:native`,
+    { retryable: false },
+  );
+}
+
 interface StartParams {
+  launcherPath: string;
+  callGraceMs: number;
+  exposeChannel: boolean;
   bwrapPath: string;
   layout: HostLayout;
   limits: typeof DEFAULT_LOCAL_LIMITS;
@@ -513,6 +570,7 @@ class LocalSandboxImpl implements LocalSandbox {
   readonly #closed: Promise<void>;
   readonly #logger: Logger;
   readonly #maxOutputBytes: number;
+  readonly #callGraceMs: number;
   #destroying: Promise<void> | undefined;
 
   private constructor(init: {
@@ -528,6 +586,7 @@ class LocalSandboxImpl implements LocalSandbox {
     closed: Promise<void>;
     logger: Logger;
     maxOutputBytes: number;
+    callGraceMs: number;
     processLimit: 'cgroup' | 'rlimit' | 'none';
   }) {
     this.workdir = init.workdir;
@@ -544,7 +603,13 @@ class LocalSandboxImpl implements LocalSandbox {
     this.#closed = init.closed;
     this.#logger = init.logger;
     this.#maxOutputBytes = init.maxOutputBytes;
+    this.#callGraceMs = init.callGraceMs;
     this.processLimit = init.processLimit;
+    // A broken protocol destroys the sandbox: nothing it sends afterwards is believed.
+    this.#conn.onViolation = (error) => {
+      this.#logger.warn({ err: error.message, hostPid: this.hostPid }, 'sandbox protocol violation');
+      void this.destroy();
+    };
   }
 
   static async start(p: StartParams): Promise<LocalSandboxImpl> {
@@ -585,7 +650,13 @@ class LocalSandboxImpl implements LocalSandbox {
 
       const limitsFile = path.join(etcDir, 'limits.sh');
       await writeFile(limitsFile, limitsScript(p.limits));
-      const agentConfig = JSON.stringify({ workdir, env: baseEnv(), limitsFile: LIMITS_FILE });
+      const agentConfig = JSON.stringify({
+        workdir,
+        env: baseEnv(),
+        limitsFile: LIMITS_FILE,
+        launcher: LAUNCHER_INSIDE,
+        ...(p.exposeChannel ? { exposeChannel: true } : {}),
+      });
       const bwrapArgs = buildBwrapArgs({
         layout: p.layout,
         hostWorkdir,
@@ -594,6 +665,7 @@ class LocalSandboxImpl implements LocalSandbox {
         limitsFile,
         agentScript: AGENT_SCRIPT,
         nodePath: p.nodePath,
+        launcherPath: p.launcherPath,
         agentConfig,
         tmpSizeMiB: Math.max(16, Math.min(MAX_TMP_MIB, Math.floor(p.limits.memoryMiB / 4))),
         shmSizeMiB: Math.max(8, Math.min(MAX_SHM_MIB, Math.floor(p.limits.memoryMiB / 16))),
@@ -601,7 +673,9 @@ class LocalSandboxImpl implements LocalSandbox {
       });
       const [file, args] = launcherCommand(p.bwrapPath, bwrapArgs, cgroup?.procsFiles ?? [], setpriv, uid);
       const child = spawn(file, args, {
-        stdio: ['pipe', 'pipe', 'pipe'],
+        // The agent's channel is fd 3, not stdio (see sandbox-agent.cjs); stderr carries bwrap's
+        // own messages (why a start failed).
+        stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
         // Nothing of the worker's environment: bwrap's own process (pid 1 in the sandbox) keeps
         // the environment it was started with in /proc/1/environ, readable from inside.
         env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
@@ -615,13 +689,9 @@ class LocalSandboxImpl implements LocalSandbox {
         if (stderrTail.join('').length > 8192) stderrTail.splice(0, stderrTail.length - 4);
         p.logger.debug({ stderr: text.slice(0, 2000) }, 'sandbox stderr');
       });
-      const conn = new AgentConnection(
-        child.stdin as NonNullable<typeof child.stdin>,
-        child.stdout as Readable,
-        {
-          maxBodyBytes: MAX_REPLY_BYTES,
-        },
-      );
+      const conn = new AgentConnection(child.stdio[3] as Duplex);
+      // Until the sandbox object exists, a violation (a forged ready) just kills the sandbox.
+      conn.onViolation = () => killGroup(child);
       const closed = new Promise<void>((resolve) => {
         child.once('close', (code, signal) => {
           conn.fail(
@@ -688,6 +758,7 @@ class LocalSandboxImpl implements LocalSandbox {
         closed,
         logger: p.logger,
         maxOutputBytes: p.limits.maxOutputBytes,
+        callGraceMs: p.callGraceMs,
         processLimit,
       });
     } catch (err) {
@@ -696,6 +767,12 @@ class LocalSandboxImpl implements LocalSandbox {
     }
   }
 
+  /**
+   * Exec has a host-side deadline of `timeoutMs` plus the call grace (without `timeoutMs`, six
+   * hours): past it, or on a reply larger than both output caps together, the sandbox is destroyed
+   * and the call rejects with `SANDBOX_PROTOCOL_VIOLATION`. An aborted command that has not ended
+   * within the grace ends the same way, so cancelling never waits on the sandbox.
+   */
   async exec(command: readonly string[] | string, options: ExecOptions = {}): Promise<ExecResult> {
     const started = performance.now();
     if (typeof command !== 'string' && command.length === 0) {
@@ -705,47 +782,68 @@ class LocalSandboxImpl implements LocalSandbox {
       if (this.#conn.failure) throw this.#conn.failure;
       return emptyResult({ signal: 'SIGKILL', durationMs: 0 });
     }
-    const header: Record<string, unknown> = {
+    const maxOutputBytes = Math.min(
+      options.maxOutputBytes ?? this.#maxOutputBytes,
+      MAX_OUTPUT_BYTES_PER_STREAM,
+    );
+    const header = {
       op: 'exec',
       ...(typeof command === 'string' ? { script: command } : { argv: [...command] }),
       cwd: options.cwd,
       env: options.env,
       timeoutMs: options.timeoutMs,
-      maxOutputBytes: Math.min(options.maxOutputBytes ?? this.#maxOutputBytes, MAX_OUTPUT_BYTES_PER_STREAM),
+      maxOutputBytes,
       stdin: options.stdin !== undefined,
+    };
+    const limits: ReplyLimits = {
+      maxHeaderBytes: SMALL_HEADER_BYTES,
+      maxBodyBytes: 2 * maxOutputBytes,
+      deadlineMs:
+        options.timeoutMs === undefined
+          ? UNTIMED_EXEC_DEADLINE_MS
+          : Math.max(0, options.timeoutMs) + this.#callGraceMs,
     };
     const blobs = options.stdin !== undefined ? [toBuffer(options.stdin)] : [];
     let execId: number | undefined;
     let abortPending = false;
+    let abortTimer: NodeJS.Timeout | undefined;
     const onAbort = (): void => {
+      abortTimer ??= setTimeout(
+        () => this.#conn.violate(`an aborted command did not stop within ${this.#callGraceMs} ms`),
+        this.#callGraceMs,
+      );
       if (execId === undefined) {
         abortPending = true;
         return;
       }
-      this.#conn.request({ op: 'kill', target: execId }).catch(() => undefined);
+      this.#request({ op: 'kill', target: execId }).catch(() => undefined);
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     let reply;
     try {
-      reply = await this.#conn.request(header, blobs, (id) => {
+      reply = await this.#conn.request(header, blobs, limits, (id) => {
         execId = id;
         if (abortPending) onAbort();
       });
     } catch (err) {
       throw mapAgentError(err, this.workdir);
     } finally {
+      clearTimeout(abortTimer);
       options.signal?.removeEventListener('abort', onAbort);
     }
     const parsed = execReplySchema.safeParse(reply.header);
-    if (!parsed.success) {
-      throw new AppError(
-        'SANDBOX_EXEC_FAILED',
-        `invalid exec reply from the sandbox agent: ${parsed.error.message}`,
-      );
+    if (!parsed.success || reply.blobs.length !== 2) {
+      this.#conn.violate('an exec reply without exit status and both output streams');
+      throw this.#conn.failure;
+    }
+    const [stdout, stderr] = reply.blobs as [Buffer, Buffer];
+    if (stdout.length > maxOutputBytes || stderr.length > maxOutputBytes) {
+      this.#conn.violate(`an exec reply with more than the ${maxOutputBytes} bytes per stream asked for`);
+      throw this.#conn.failure;
     }
     return {
-      stdout: reply.blobs[0] ?? Buffer.alloc(0),
-      stderr: reply.blobs[1] ?? Buffer.alloc(0),
+      stdout,
+      stderr,
       exitCode: parsed.data.exitCode,
       signal: parsed.data.signal as NodeJS.Signals | null,
       timedOut: parsed.data.timedOut,
@@ -754,9 +852,24 @@ class LocalSandboxImpl implements LocalSandbox {
     };
   }
 
+  /** A request whose reply is small (no body above `maxBodyBytes`), with the file-call deadline. */
+  #request(
+    header: Record<string, unknown> & { op: string },
+    blobs: readonly Buffer[] = [],
+    maxBodyBytes = 0,
+    maxHeaderBytes = SMALL_HEADER_BYTES,
+  ) {
+    return this.#conn.request(header, blobs, {
+      maxHeaderBytes,
+      maxBodyBytes,
+      deadlineMs: FILE_CALL_DEADLINE_MS + this.#callGraceMs,
+    });
+  }
+
   async readFile(filePath: string, options: { maxBytes?: number } = {}): Promise<Buffer> {
     try {
-      const reply = await this.#conn.request({ op: 'readFile', path: filePath, maxBytes: options.maxBytes });
+      const maxBytes = Math.min(options.maxBytes ?? MAX_READ_BYTES, MAX_READ_BYTES);
+      const reply = await this.#request({ op: 'readFile', path: filePath, maxBytes }, [], maxBytes);
       return reply.blobs[0] ?? Buffer.alloc(0);
     } catch (err) {
       throw mapAgentError(err, this.#named(filePath));
@@ -769,7 +882,7 @@ class LocalSandboxImpl implements LocalSandbox {
     options: { mkdirs?: boolean } = {},
   ): Promise<void> {
     try {
-      await this.#conn.request({ op: 'writeFile', path: filePath, mkdirs: options.mkdirs !== false }, [
+      await this.#request({ op: 'writeFile', path: filePath, mkdirs: options.mkdirs !== false }, [
         toBuffer(data),
       ]);
     } catch (err) {
@@ -783,7 +896,15 @@ class LocalSandboxImpl implements LocalSandbox {
   ): Promise<{ files: string[]; truncated: boolean }> {
     let reply;
     try {
-      reply = await this.#conn.request({ op: 'list', path: dir ?? '.', limit: options.limit });
+      // A path is at most PATH_MAX (4096) bytes, up to 6 times that JSON-escaped; 1 KiB per entry on
+      // average is far above any real tree and still bounds the header.
+      const limit = options.limit ?? 100_000;
+      reply = await this.#request(
+        { op: 'list', path: dir ?? '.', limit: options.limit },
+        [],
+        0,
+        Math.min(1024 * 1024 + limit * 1024, MAX_LIST_HEADER_BYTES),
+      );
     } catch (err) {
       throw mapAgentError(err, this.#named(dir ?? '.'));
     }
@@ -799,7 +920,9 @@ class LocalSandboxImpl implements LocalSandbox {
   async findFiles(dir: string, pattern: PathPattern): Promise<string[]> {
     let reply;
     try {
-      reply = await this.#conn.request({ op: 'findFiles', path: dir, pattern });
+      // Matches are uncapped (Glob must return what the reference returns): the header cap is the
+      // bound a listing has at its largest.
+      reply = await this.#request({ op: 'findFiles', path: dir, pattern }, [], 0, MAX_LIST_HEADER_BYTES);
     } catch (err) {
       throw mapAgentError(err, this.#named(dir));
     }
@@ -833,8 +956,10 @@ class LocalSandboxImpl implements LocalSandbox {
     const send = (header: Record<string, unknown>, body: Buffer | undefined): void => {
       const size = body?.length ?? 0;
       inflightBytes += size;
-      const p: Promise<void> = this.#conn
-        .request(header, body ? [body] : [])
+      const p: Promise<void> = this.#request(
+        header as Record<string, unknown> & { op: string },
+        body ? [body] : [],
+      )
         .then(
           () => undefined,
           (err: unknown) => fail(err),

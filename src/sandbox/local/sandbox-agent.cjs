@@ -8,20 +8,31 @@
  * mounted. Everything it touches is what the sandbox sees (the workspace, a private /tmp, read-only
  * system directories), so even a bug here cannot reach the host's files.
  *
+ * Channel: one socket on fd 3 (not stdio: bubblewrap's own pid 1 keeps stdio open, and a command
+ * could reach it there; it closes fd 3). Commands never get fd 3: they start through
+ * `sandbox-exec` (native/sandbox-exec.c), which closes every fd above 2, drops every capability and
+ * loads the seccomp filter before the command runs, in a pid namespace of its own where the
+ * kernel allows one. This agent keeps CAP_SYS_ADMIN and CAP_SETPCAP (bwrap --cap-add), so commands
+ * cannot ptrace it, open /proc/<agent>/fd or pidfd_getfd its socket even where they see its pid.
+ *
  * Wire format (both directions), one frame per message:
  *   u32 BE header length | u32 BE body length | header (UTF-8 JSON) | body (raw bytes)
  * The header lists the byte lengths of the blobs concatenated in the body (`blobs`), so file
  * contents and command output travel as raw bytes (no base64, no UTF-8 assumption).
- * Requests carry a numeric `id`; responses echo it with `ok: true` and result fields, or `ok: false`
- * and `error: { kind: 'file' | 'exec' | 'protocol', errno?, path?, message }`. Requests are served
- * concurrently; file operations are synchronous (fast, and ordered as they arrive).
- * At start the agent sends `{ id: 0, event: 'ready', pid }`.
+ * Requests carry a numeric `id` and a random `nonce`; responses echo both, with `ok: true` and
+ * result fields, or `ok: false` and `error: { kind: 'file' | 'exec' | 'protocol', errno?, path?,
+ * message }`. The host treats any other reply as a protocol violation and destroys the sandbox.
+ * Requests are served concurrently; file operations are synchronous (fast, and ordered as they
+ * arrive). At start the agent sends `{ id: 0, event: 'ready', pid }`.
  *
  * Config (argv[2], JSON): { workdir, env: {..} (base environment of commands), limitsFile (a
- * read-only bash script of `ulimit` calls, sourced by every command through BASH_ENV) }.
+ * read-only bash script of `ulimit` calls, sourced by every command through BASH_ENV), launcher
+ * (path of sandbox-exec inside the sandbox), exposeChannel (TESTING ONLY: hand commands the
+ * channel as fd 3, to prove that the host survives forged frames) }.
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const net = require('node:net');
 const { spawn } = require('node:child_process');
 
 const config = JSON.parse(process.argv[2] || '{}');
@@ -32,30 +43,39 @@ const DEFAULT_MAX_OUTPUT = 10 * 1024 * 1024;
 const MAX_READ_BYTES = 512 * 1024 * 1024;
 /** Grace after a kill before we stop waiting for pipes held open by an escaped process (ms). */
 const KILL_GRACE_MS = 1000;
+/** Grace after a kill before the launcher itself is killed, when it did not end by itself (ms). */
+const LAUNCHER_GRACE_MS = 300;
 
 process.umask(0o022);
 
 // ---------------------------------------------------------------------------------------------
 // Framing
 
+const channel = new net.Socket({ fd: 3, readable: true, writable: true });
+/** Nonce of each request being served (id -> nonce), echoed in its reply. */
+const nonces = new Map();
 let inChunks = [];
 let inBytes = 0;
 
 function send(header, blobs) {
   const parts = blobs || [];
-  const h = Buffer.from(JSON.stringify(Object.assign({}, header, { blobs: parts.map((b) => b.length) })));
+  const nonce = nonces.get(header.id);
+  nonces.delete(header.id);
+  const h = Buffer.from(
+    JSON.stringify(Object.assign({}, header, { nonce, blobs: parts.map((b) => b.length) })),
+  );
   let bodyLen = 0;
   for (const b of parts) bodyLen += b.length;
   const pre = Buffer.allocUnsafe(8);
   pre.writeUInt32BE(h.length, 0);
   pre.writeUInt32BE(bodyLen, 4);
   if (bodyLen < 65536) {
-    process.stdout.write(Buffer.concat([pre, h, ...parts]));
+    channel.write(Buffer.concat([pre, h, ...parts]));
   } else {
     // Separate writes keep large outputs from being copied again; frames cannot interleave because
     // writes to the same stream are queued in order.
-    process.stdout.write(Buffer.concat([pre, h]));
-    for (const b of parts) if (b.length > 0) process.stdout.write(b);
+    channel.write(Buffer.concat([pre, h]));
+    for (const b of parts) if (b.length > 0) channel.write(b);
   }
 }
 
@@ -637,6 +657,10 @@ const running = new Map(); // request id -> { kill(reason) }
 
 /** Script sourced by every command's bash through BASH_ENV: sets the rlimits, then unsets itself. */
 const LIMITS_FILE = typeof config.limitsFile === 'string' ? config.limitsFile : undefined;
+/** sandbox-exec: every command starts through it (see the top of this file). */
+const LAUNCHER = typeof config.launcher === 'string' ? config.launcher : undefined;
+/** TESTING ONLY: commands get the channel as fd 3 (hostile-frame tests); never set in production. */
+const EXPOSE_CHANNEL = config.exposeChannel === true;
 
 function isExecutable(p) {
   try {
@@ -693,14 +717,15 @@ function descendants(rootPid) {
   return [...found];
 }
 
+/**
+ * Kill everything a command started. `rootPid` is sandbox-exec, which reaps and kills what is
+ * left of the command once the command itself died (and, in a pid namespace of its own, takes the
+ * whole namespace with it), then exits like the command: so the command's processes are killed
+ * first and the launcher a moment later only if it is still there.
+ */
 function killTree(rootPid) {
   for (let round = 0; round < 3; round++) {
-    const victims = descendants(rootPid);
-    try {
-      process.kill(-rootPid, 'SIGKILL');
-    } catch {
-      // group already gone
-    }
+    const victims = descendants(rootPid).filter((pid) => pid !== rootPid);
     for (const pid of victims) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -708,8 +733,17 @@ function killTree(rootPid) {
         // already gone
       }
     }
-    if (victims.length === 0) return;
+    if (victims.length === 0) break;
   }
+  setTimeout(() => {
+    for (const target of [-rootPid, rootPid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }, LAUNCHER_GRACE_MS).unref();
 }
 
 function collector(max) {
@@ -770,13 +804,21 @@ function execOp(id, req, blobs) {
   const hasStdin = req.stdin === true;
   let child;
   try {
-    child = spawn('/bin/bash', args, {
-      argv0: 'bash',
-      cwd,
-      env,
-      detached: true, // own session and process group, so a kill reaches everything it started
-      stdio: [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    });
+    const stdio = [hasStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'];
+    // Own session and process group, so a kill reaches everything it started; the launcher adds a
+    // pid namespace, whose end kills every process in it.
+    const options = { argv0: 'bash', cwd, env, detached: true, stdio };
+    if (EXPOSE_CHANNEL) {
+      // What the command writes on its fd 3 goes onto the channel unchanged, as if it held it.
+      stdio.push('pipe');
+      child = spawn('/bin/bash', args, options);
+      child.stdio[3].on('data', (chunk) => channel.write(chunk));
+      child.stdio[3].on('error', () => undefined);
+    } else if (LAUNCHER) {
+      child = spawn(LAUNCHER, ['/bin/bash', 'bash', ...args], options);
+    } else {
+      throw execError('ENOEXEC', 'no sandbox-exec launcher configured');
+    }
   } catch (e) {
     throw execError((e && e.code) || 'ESPAWN', `cannot start command: ${String(e && e.message)}`);
   }
@@ -852,6 +894,7 @@ const SYNC_OPS = {
 
 function dispatch(req, blobs) {
   const id = req.id;
+  if (typeof req.nonce === 'string') nonces.set(id, req.nonce);
   try {
     if (req.op === 'exec') {
       execOp(id, req, blobs);
@@ -877,8 +920,8 @@ function dispatch(req, blobs) {
   }
 }
 
-process.stdin.on('data', onData);
-// The host closed the pipe (destroy, or the worker died): end the sandbox with us.
-process.stdin.on('end', () => process.exit(0));
-process.stdout.on('error', () => process.exit(0));
+channel.on('data', onData);
+// The host closed the channel (destroy, or the worker died): end the sandbox with us.
+channel.on('end', () => process.exit(0));
+channel.on('error', () => process.exit(0));
 send({ id: 0, event: 'ready', pid: process.pid });

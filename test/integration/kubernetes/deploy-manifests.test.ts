@@ -257,6 +257,10 @@ describe('Dockerfiles', () => {
     expect(app.match(/^FROM /gm)?.length).toBeGreaterThanOrEqual(2);
     expect(app).toMatch(/^COPY --from=build /m);
     expect(app).toMatch(/^USER 10001:10001$/m);
+    // The local sandbox's launcher: built with libseccomp in its own stage, copied into the runtime.
+    expect(app).toMatch(/^FROM \S+ AS native$/m);
+    expect(app).toMatch(/libseccomp-dev/);
+    expect(app).toMatch(/^COPY --from=native \/src\/native\/build \.\/native\/build$/m);
   });
 
   it('builds both app stages on Node 24 LTS pinned by digest, the tag beside it', () => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, lstat, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,96 @@ import { describeSandboxContract } from '../../helpers/sandbox-contract.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
-describeSandboxContract('local (bubblewrap)', async () => ({ factory: createLocalSandboxFactory() }));
+/** Grace of the call deadlines in the contract run (ms): short, so that hostile cases end fast. */
+const GRACE_MS = 1_500;
+
+/**
+ * Tries every way a command could reach the agent's channel from inside, and writes a forged
+ * "exit 0" reply into whatever it gets: /proc/<pid>/fd opens, pidfd_getfd, ptrace, /proc/<pid>/mem
+ * and process_vm_writev on every process outside its own session. Counts what worked.
+ */
+const TAKE_CHANNEL = String.raw`python3 - <<'PY'
+import ctypes, json, os, stat, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def frame(i):
+    h = json.dumps({"id": i, "ok": True, "exitCode": 0, "signal": None, "timedOut": False, "truncated": False, "blobs": [0, 0]}).encode()
+    return struct.pack(">II", len(h), 0) + h
+forged = b"".join(frame(i) for i in range(0, 64))
+taken = 0
+me = os.getsid(0)
+def use(fd):
+    global taken
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            taken += 1
+            os.write(fd, forged)
+    except OSError:
+        pass
+    os.close(fd)
+for name in os.listdir("/proc"):
+    if not name.isdigit():
+        continue
+    pid = int(name)
+    try:
+        if os.getsid(pid) == me:
+            continue
+    except OSError:
+        pass
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
+        try:
+            use(os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+    if pidfd >= 0:
+        for fd in range(64):
+            got = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd
+            if got >= 0:
+                use(got)
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        taken += 1
+    try:
+        os.close(os.open(f"/proc/{pid}/mem", os.O_RDWR))
+        taken += 1
+    except OSError:
+        pass
+    buf = ctypes.create_string_buffer(8)
+    iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+    if libc.syscall(311, pid, iov, 1, iov, 1, 0) >= 0:  # process_vm_writev
+        taken += 1
+print(f"taken {taken}")
+sys.exit(3)
+PY`;
+
+/** The local driver's channel carries frames: a command prints forged ones on its own output. */
+const MARKERS = String.raw`python3 - "$@" <<'PY'
+import json, struct, sys
+claimed, saved, real = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+def frame(i):
+    h = json.dumps({"id": i, "ok": True, "exitCode": claimed, "signal": None, "timedOut": False, "truncated": False, "blobs": [0, 0]}).encode()
+    return struct.pack(">II", len(h), 0) + h
+out = b"".join(frame(i) for i in range(0, 8)) + b"\n" + json.dumps({"id": 0, "event": "ready", "pid": 1}).encode()
+open(saved, "wb").write(out)
+sys.stdout.buffer.write(out)
+sys.stderr.buffer.write(frame(1))
+sys.exit(real)
+PY`;
+
+describeSandboxContract('local (bubblewrap)', async () => ({
+  factory: createLocalSandboxFactory({ callGraceMs: GRACE_MS }),
+  hostile: {
+    graceMs: GRACE_MS,
+    takeChannelScript: TAKE_CHANNEL,
+    // TESTING ONLY: commands hold the agent's channel on fd 3.
+    forgeFactory: createLocalSandboxFactory({ callGraceMs: GRACE_MS, exposeChannelForTests: true }),
+    markerScript: MARKERS,
+  },
+}));
 
 /** Host pids whose command line starts with `argv` (NUL-separated in /proc/<pid>/cmdline). */
 async function hostProcesses(argv: string[]): Promise<number[]> {
@@ -31,6 +120,20 @@ async function hostProcesses(argv: string[]): Promise<number[]> {
     if (cmdline.startsWith(wanted)) found.push(Number(name));
   }
   return found;
+}
+
+/** Whether `pid`'s chain of parents (host /proc) reaches `ancestor`. */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p = pid, depth = 0; p > 1 && depth < 64; depth++) {
+    if (p === ancestor) return true;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      p = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return false;
+    }
+  }
+  return false;
 }
 
 function alive(pid: number): boolean {
@@ -123,6 +226,64 @@ describe('local sandbox (bubblewrap only)', () => {
     }
   });
 
+  it('denies nested user namespaces, setuid/setgid bits, device nodes and FIFOs (seccomp, --disable-userns)', async () => {
+    const sb = await create({ jobId: 'kernel-surface' });
+    const r = await sb.exec(
+      [
+        'unshare -Ur true; echo "unshare=$?"',
+        'touch f d-keep; chmod 4755 f; echo "chmod4755=$?"; chmod u+s f; echo "u+s=$?"; chmod g+s f; echo "g+s=$?"',
+        'mkdir -m 2755 sgid-dir; echo "mkdir2755=$?"',
+        'mkfifo fifo; echo "mkfifo=$?"; mknod null c 1 3; echo "mknod=$?"',
+        `python3 -c "import os; os.close(os.open('setuid-open', os.O_CREAT | os.O_WRONLY, 0o4755))"; echo "open4755=$?"`,
+        'cp f copy && chmod 755 copy; echo "plain-chmod=$?"',
+        'grep Seccomp: /proc/self/status; grep NoNewPrivs /proc/self/status',
+      ].join('\n'),
+      { timeoutMs: 20_000 },
+    );
+    const out = r.stdout.toString();
+    for (const denied of ['unshare', 'chmod4755', 'u+s', 'g+s', 'mkdir2755', 'mkfifo', 'mknod', 'open4755']) {
+      expect(out, r.stderr.toString()).toMatch(new RegExp(`^${denied.replace('+', '\\+')}=[1-9]`, 'm'));
+    }
+    expect(out).toContain('plain-chmod=0');
+    expect(r.stderr.toString()).toContain(
+      "PermissionError: [Errno 1] Operation not permitted: 'setuid-open'",
+    );
+    expect(out).toMatch(/Seccomp:\s+2/);
+    expect(out).toMatch(/NoNewPrivs:\s+1/);
+    // Nothing setuid, setgid, device-like or FIFO on the host side of the workspace.
+    for (const name of await readdir(sb.workdir)) {
+      const st = await lstat(path.join(sb.workdir, name));
+      expect(st.mode & 0o6000, name).toBe(0);
+      expect(st.isFIFO() || st.isCharacterDevice() || st.isBlockDevice(), name).toBe(false);
+    }
+  });
+
+  it('ends an aborted call within the grace even when the agent itself stops answering', async () => {
+    const graceMs = 1_000;
+    const sb = await createLocalSandboxFactory({ workRoot, callGraceMs: graceMs }).create({
+      jobId: 'frozen-agent',
+    });
+    sandboxes.push(sb);
+    expect((await sb.exec('echo ok', { timeoutMs: 10_000 })).exitCode).toBe(0);
+    const agents = await hostProcesses(['/usr/bin/node', '/run/frognano/agent.cjs']);
+    const agent = agents.find((pid) => descendsFrom(pid, sb.hostPid));
+    expect(agent).toBeDefined();
+    const controller = new AbortController();
+    const pending = sb.exec('sleep 300', { signal: controller.signal, timeoutMs: 600_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(agent!, 'SIGSTOP'); // the sandbox's side of the channel no longer answers anything
+    const abortedAt = Date.now();
+    controller.abort();
+    const err = await pending;
+    expect(Date.now() - abortedAt).toBeLessThan(graceMs + 2_000);
+    expect(isAppError(err, 'SANDBOX_PROTOCOL_VIOLATION')).toBe(true);
+    expect((err as Error).message).toContain('an aborted command did not stop within 1000 ms');
+    await waitFor('the frozen sandbox to be gone', async () => !alive(sb.hostPid), 10_000);
+  });
+
   it('refuses a symlink in the repository that points to a host file', async () => {
     const host = await mkdtemp(path.join(workRoot, 'host-repo-'));
     const secretDir = await mkdtemp(path.join(workRoot, 'secret-'));
@@ -181,7 +342,9 @@ describe('local sandbox (bubblewrap only)', () => {
       [
         `import { createLocalSandboxFactory } from ${JSON.stringify(moduleUrl)};`,
         `const sb = await createLocalSandboxFactory({ workRoot: ${JSON.stringify(dir)} }).create({ jobId: 'orphan' });`,
-        `await sb.exec('sleep ${tag} > /dev/null 2>&1 &');`,
+        // A command still running (background processes end with their command).
+        `void sb.exec('sleep ${tag} > /dev/null 2>&1').catch(() => undefined);`,
+        `await new Promise((resolve) => setTimeout(resolve, 1000));`,
         `console.log(JSON.stringify({ hostPid: sb.hostPid, cgroupDirs: sb.cgroupDirs }));`,
         `setInterval(() => undefined, 1000);`,
       ].join('\n'),

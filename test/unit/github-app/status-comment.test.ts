@@ -49,6 +49,11 @@ const all: Outcome[] = [
   },
   { kind: 'github_error', message: 'Resource not accessible by integration', status: 403, retryable: false },
   { kind: 'failed', code: 'INTERNAL', message: 'boom', retryable: false },
+  {
+    kind: 'sandbox_failed',
+    cause: 'protocol',
+    message: 'the sandbox broke its protocol: a reply with id 999, which no request waits for',
+  },
 ];
 
 describe('renderStatus', () => {
@@ -78,6 +83,9 @@ describe('renderStatus', () => {
     );
     expect(text(all[7]!)).toContain('```text\n.github/frognano.yml: maxSteps: must be a number\n```');
     expect(text(all[8]!)).toContain('(HTTP 403)');
+    expect(text(all[10]!)).toContain('stopped: the sandbox broke its protocol');
+    expect(text(all[10]!)).toContain('nothing it reported was used; nothing was pushed');
+    expect(text(all[4]!)).not.toContain('broke its protocol');
     expect(text(all[8]!)).toContain('check the app’s permissions');
     expect(text(all[1]!)).toContain(
       'steps: 12 of 100 · tokens: 123,456 prompt + 789 completion · time: 3m 12s · exit reason: `agent`',

@@ -18,6 +18,7 @@ const input: BwrapArgsInput = {
   limitsFile: '/tmp/frognano-1-abc/etc/limits.sh',
   agentScript: '/app/dist/sandbox/local/sandbox-agent.cjs',
   nodePath: '/usr/bin/node',
+  launcherPath: '/app/native/build/sandbox-exec',
   agentConfig: '{}',
   tmpSizeMiB: 64,
   shmSizeMiB: 16,
@@ -29,6 +30,19 @@ const has = (args: string[], ...seq: string[]): boolean =>
   args.some((_, i) => seq.every((s, j) => args[i + j] === s));
 
 describe('buildBwrapArgs', () => {
+  it('disables nested user namespaces and keeps only the launcher capabilities, launcher bound read-only', () => {
+    const args = buildBwrapArgs(input);
+    expect(args).toContain('--disable-userns');
+    expect(has(args, '--cap-drop', 'ALL')).toBe(true);
+    expect(has(args, '--cap-add', 'CAP_SYS_ADMIN')).toBe(true);
+    expect(has(args, '--cap-add', 'CAP_SETPCAP')).toBe(true);
+    expect(args.filter((a) => a === '--cap-add')).toHaveLength(2);
+    expect(has(args, '--ro-bind', '/app/native/build/sandbox-exec', '/run/frognano/sandbox-exec')).toBe(true);
+    expect(args).toContain('--as-pid-1');
+    // --cap-drop ALL comes before the additions (bwrap applies them in order).
+    expect(args.indexOf('--cap-drop')).toBeLessThan(args.indexOf('--cap-add'));
+  });
+
   it('isolates every namespace and builds the environment from scratch', () => {
     const args = buildBwrapArgs(input);
     for (const flag of [

@@ -4,23 +4,29 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import type { Duplex } from 'node:stream';
 import { AgentConnection, AgentRequestError } from '../../../../src/sandbox/local/agent-connection.js';
 
 // The agent's confinement logic, run directly on the host (no bubblewrap): the cases the shared
 // contract suite does not reach.
 const AGENT = fileURLToPath(new URL('../../../../src/sandbox/local/sandbox-agent.cjs', import.meta.url));
+const LAUNCHER = fileURLToPath(new URL('../../../../native/build/sandbox-exec', import.meta.url));
+const LIMITS = { maxHeaderBytes: 1 << 20, maxBodyBytes: 1 << 20, deadlineMs: 20_000 };
 
 describe('sandbox agent', () => {
   let root: string;
   let ws: string;
   let child: ChildProcess;
   let conn: AgentConnection;
+  const request = (header: Record<string, unknown> & { op: string }, blobs: Buffer[] = []) =>
+    conn.request(header, blobs, LIMITS);
 
   const failure = async (
-    header: Record<string, unknown>,
+    header: Record<string, unknown> & { op: string },
     blobs: Buffer[] = [],
   ): Promise<AgentRequestError> => {
-    const err = await conn.request(header, blobs).then(
+    const err = await request(header, blobs).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -35,17 +41,15 @@ describe('sandbox agent', () => {
     await writeFile(path.join(root, 'outside.txt'), 'outside\n');
     child = spawn(
       process.execPath,
-      [AGENT, JSON.stringify({ workdir: ws, env: { PATH: '/usr/bin:/bin' } })],
-      {
-        stdio: ['pipe', 'pipe', 'inherit'],
-      },
+      [AGENT, JSON.stringify({ workdir: ws, env: { PATH: '/usr/bin:/bin' }, launcher: LAUNCHER })],
+      { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] },
     );
-    conn = new AgentConnection(child.stdin!, child.stdout!, { maxBodyBytes: 1 << 20 });
+    conn = new AgentConnection(child.stdio[3] as Duplex);
     await conn.ready;
   });
 
   afterAll(async () => {
-    child.stdin?.end();
+    (child.stdio[3] as Duplex).end();
     await new Promise((resolve) =>
       child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve),
     );
@@ -54,7 +58,7 @@ describe('sandbox agent', () => {
 
   it('writes through a dangling symlink inside the workspace by creating its target', async () => {
     await symlink('made-later.txt', path.join(ws, 'later'));
-    await conn.request({ op: 'writeFile', path: 'later' }, [Buffer.from('made\n')]);
+    await request({ op: 'writeFile', path: 'later' }, [Buffer.from('made\n')]);
     expect(await readFile(path.join(ws, 'made-later.txt'), 'utf8')).toBe('made\n');
     expect((await lstat(path.join(ws, 'later'))).isSymbolicLink()).toBe(true);
   });
@@ -77,8 +81,8 @@ describe('sandbox agent', () => {
   });
 
   it('refuses to read a FIFO instead of blocking on it', async () => {
-    const r = await conn.request({ op: 'exec', argv: ['mkfifo', 'pipe'], timeoutMs: 5000 });
-    expect(r.header.exitCode).toBe(0);
+    // Made from the host: commands in the sandbox cannot make FIFOs (seccomp).
+    expect(spawnSync('mkfifo', [path.join(ws, 'pipe')]).status).toBe(0);
     expect((await failure({ op: 'readFile', path: 'pipe' })).errno).toBe('EINVAL');
   });
 
@@ -87,13 +91,13 @@ describe('sandbox agent', () => {
     await writeFile(path.join(ws, 'tree/a/f.txt'), 'f');
     await symlink('..', path.join(ws, 'tree/a/up'));
     await symlink(root, path.join(ws, 'tree/out'));
-    const r = await conn.request({ op: 'list', path: 'tree' });
+    const r = await request({ op: 'list', path: 'tree' });
     expect(r.header.files).toEqual(['a/f.txt']);
   });
 
   it('replaces a symlink with a regular file when extracting, instead of writing through it', async () => {
     await symlink('../outside.txt', path.join(ws, 'replace-me'));
-    await conn.request({ op: 'put', kind: 'file', path: 'replace-me', mode: 0o755 }, [Buffer.from('new\n')]);
+    await request({ op: 'put', kind: 'file', path: 'replace-me', mode: 0o755 }, [Buffer.from('new\n')]);
     const st = await lstat(path.join(ws, 'replace-me'));
     expect(st.isFile()).toBe(true);
     expect(st.mode & 0o777).toBe(0o755);
@@ -104,5 +108,45 @@ describe('sandbox agent', () => {
   it('reports an argv command that does not exist as an exec error', async () => {
     const err = await failure({ op: 'exec', argv: ['no-such-command-frognano'] });
     expect(err.kind).toBe('exec');
+  });
+
+  // The agent runs on the host here, whose /proc has nothing mounted below it: sandbox-exec gives
+  // every command a pid namespace and /proc of its own (what happens in a sandbox bwrap starts
+  // unprivileged).
+  it('runs each command in its own pid namespace: the agent is not there, nothing outlives it', async () => {
+    const tag = String(70000 + Math.floor(Math.random() * 9999));
+    const r = await request({
+      op: 'exec',
+      script: `echo "$$"; ls /proc | grep -c '^[0-9]'; (setsid sleep ${tag} &); test -e /proc/${child.pid}/fd && echo agent-visible; exit 0`,
+      timeoutMs: 10_000,
+    });
+    const [pid, count] = r.blobs[0]!.toString().trim().split('\n');
+    expect(pid).toBe('2');
+    expect(Number(count)).toBeLessThan(8);
+    expect(r.blobs[0]!.toString()).not.toContain('agent-visible');
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const left = readdirSync('/proc').filter((n) => {
+      try {
+        return /^\d+$/.test(n) && readFileSync(`/proc/${n}/cmdline`, 'utf8') === `sleep\0${tag}\0`;
+      } catch {
+        return false;
+      }
+    });
+    expect(left).toEqual([]);
+  });
+
+  it('reports signals and timeouts through the pid namespace like a plain child', async () => {
+    const term = await request({ op: 'exec', script: 'echo before; kill -TERM $$', timeoutMs: 10_000 });
+    expect([term.header.exitCode, term.header.signal, term.blobs[0]!.toString()]).toEqual([
+      null,
+      'SIGTERM',
+      'before\n',
+    ]);
+    const started = Date.now();
+    const slow = await request({ op: 'exec', script: '(setsid sleep 60 &); sleep 60', timeoutMs: 300 });
+    expect([slow.header.timedOut, slow.header.signal]).toEqual([true, 'SIGKILL']);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    const code = await request({ op: 'exec', argv: ['bash', '-c', 'exit 7'], timeoutMs: 10_000 });
+    expect(code.header.exitCode).toBe(7);
   });
 });
