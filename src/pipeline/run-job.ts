@@ -14,7 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
 import { assertEgressBlocked } from '../sandbox/egress-probe.js';
-import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
 import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
 import type { PatchLimits } from './checks/patch-limits.js';
@@ -22,7 +22,7 @@ import { detectTestCommand } from './detect-test-command.js';
 import type { GitHubClient } from './github-client.js';
 import { buildInstruction } from './instruction.js';
 import { classifyError, type Outcome, type RunSummary } from './outcome.js';
-import { prepareSandbox } from './prepare-sandbox.js';
+import { DEFAULT_SETUP_TIMEOUT_MS, prepareSandbox } from './prepare-sandbox.js';
 import { publishChange, type PublishPullRequest } from './publish-change.js';
 import { verifyPatch, type BaseTestsMemo, type RefusedPatch, type VerifiedPatch } from './verify-patch.js';
 
@@ -43,7 +43,12 @@ export type JobPolicy = Pick<
   | 'protectedPaths'
   | 'instructions'
 > &
-  Partial<Pick<EffectivePolicy, 'maxContextTokens' | 'attempts' | 'sources' | 'clamps'>>;
+  Partial<
+    Pick<
+      EffectivePolicy,
+      'maxContextTokens' | 'maxTokensPerTurn' | 'attempts' | 'sources' | 'clamps' | 'sandbox'
+    >
+  >;
 
 /** Progress of a job, reported to the status comment and the queue. */
 export interface JobProgress {
@@ -51,6 +56,14 @@ export interface JobProgress {
   /** While `running`: the step just finished (0 before the first). */
   step?: number;
   maxSteps?: number;
+}
+
+/** What a model client of one attempt is made for. */
+export interface ModelContext {
+  /** 1-based attempt number. */
+  attempt: number;
+  /** The policy's `maxTokensPerTurn`: the request's `max_completion_tokens`; absent = the Leaf default. */
+  maxCompletionTokens?: number;
 }
 
 /** What {@link runJob} needs from the process (built per job: the client is per installation). */
@@ -71,7 +84,7 @@ export interface RunJobDeps {
    * A model client for one attempt (called once per attempt, in attempt order; `attempt` is
    * 1-based). Attempts are independent: nothing is shared between their conversations.
    */
-  createModel: (context: { attempt: number }) => ChatModel;
+  createModel: (context: ModelContext) => ChatModel;
   /**
    * Attempts of a best-of-N job run at once, each in its own sandbox (default
    * {@link DEFAULT_PARALLEL_ATTEMPTS}); more wait for a free lane.
@@ -188,14 +201,23 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 
     // 2. The agent, once per attempt, in parallel sandboxes.
     const count = bestOfN(policy);
+    const sandboxSettings = sandboxSettingsOf(policy);
     const stepsDone = new Map<number, number>();
     let reportedStep = 0;
     const runAttempt = async (attempt: number): Promise<Trajectory> => {
-      const model = deps.createModel({ attempt });
+      const model = deps.createModel({
+        attempt,
+        ...(policy.maxTokensPerTurn !== undefined ? { maxCompletionTokens: policy.maxTokensPerTurn } : {}),
+      });
       const attemptLogger = count === 1 ? logger : logger.child({ attempt });
       const prepared = await prepareSandbox({
         sandboxFactory: deps.sandboxFactory,
         sandboxId: count === 1 ? jobId : `${jobId}-a${attempt}`,
+        sandboxSettings: {
+          ...sandboxSettings,
+          // The sandbox lives through the setup command and the whole trajectory.
+          timeLimitMs: policy.maxTimeSec * 1000 + DEFAULT_SETUP_TIMEOUT_MS,
+        },
         tree: () => archiveTrackedFiles(dir, { signal }),
         assertOffline: (s) =>
           assertEgressBlocked(s, [
@@ -288,6 +310,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           patch: a.trajectory?.patch ?? '',
           jobId,
           sandboxFactory: deps.sandboxFactory,
+          sandboxSettings,
           testCommand: policy.testCommand,
           setupCommand: policy.setupCommand,
           testTimeoutMs: deps.testTimeoutMs,
@@ -685,4 +708,35 @@ async function tokenFromOctokit(octokit: GitHubClient): Promise<string> {
     });
   }
   return result.token;
+}
+
+/**
+ * The sandbox settings an admin set in the policy (image, resources, runtime class). Values still
+ * at their built-in default (`sources[key] === 'default'`) are left out, so that the sandbox
+ * driver's own defaults (the worker's environment: SANDBOX_IMAGE, SANDBOX_RUNTIME_CLASS, driver
+ * sizes) apply to them. Without `sources`, every value given applies.
+ */
+export function sandboxSettingsOf(policy: JobPolicy): SandboxSettings {
+  const sb = policy.sandbox;
+  if (!sb) return {};
+  const set = (key: string): boolean => (policy.sources?.[key] ?? 'policy') !== 'default';
+  const pick = (kind: 'requests' | 'limits'): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(sb.resources[kind]).filter(
+        (e): e is [string, string] => e[1] !== undefined && set(`sandbox.resources.${kind}.${e[0]}`),
+      ),
+    );
+  const requests = pick('requests');
+  const limits = pick('limits');
+  const resources = {
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
+  return {
+    ...(sb.image && set('sandbox.image') ? { image: sb.image } : {}),
+    ...(sb.runtimeClassName && set('sandbox.runtimeClassName')
+      ? { runtimeClassName: sb.runtimeClassName }
+      : {}),
+    ...(Object.keys(resources).length > 0 ? { resources } : {}),
+  };
 }

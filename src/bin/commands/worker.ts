@@ -19,7 +19,7 @@ import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import { noreplyEmail } from '../../pipeline/publish-change.js';
-import { runJob, type JobPolicy } from '../../pipeline/run-job.js';
+import { runJob, type JobPolicy, type ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
@@ -52,7 +52,7 @@ export interface StartWorkerOptions {
   /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
   sandboxFactory?: SandboxFactory;
   /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
-  createModel?: (context: { attempt: number }) => ChatModel;
+  createModel?: (context: ModelContext) => ChatModel;
   /** Admin policy store; default: from POLICY_FILE (watched), else built-in defaults. */
   policyStore?: PolicyStore;
   /**
@@ -263,11 +263,12 @@ function createPipelineRunner(input: {
   const { env, logger, options, policyStore, sandboxFactory } = input;
   const createModel =
     options.createModel ??
-    (() =>
+    ((context: ModelContext) =>
       createSglangClient({
         baseURL: env.modelUrl,
         model: env.modelName,
         apiKey: env.modelApiKey ?? undefined,
+        maxCompletionTokens: context.maxCompletionTokens,
         logger,
       }));
   const host = env.gheHost ?? 'github.com';

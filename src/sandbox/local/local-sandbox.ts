@@ -17,6 +17,7 @@ import {
   type Sandbox,
   type SandboxFactory,
   type SandboxLimits,
+  type SandboxSettings,
 } from '../sandbox.js';
 import { AgentConnection, AgentRequestError } from './agent-connection.js';
 import {
@@ -27,6 +28,7 @@ import {
   sandboxEtcFiles,
   type HostLayout,
 } from './bwrap-args.js';
+import { quantityMiB } from '../quantity.js';
 import { createPidsCgroup, sweepStalePidsCgroups, type PidsCgroup } from './pids-cgroup.js';
 
 /**
@@ -154,7 +156,9 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         ...DEFAULT_LOCAL_LIMITS,
         ...stripUndefined(options.defaultLimits),
         ...stripUndefined(createOptions.limits),
+        ...limitsFromSettings(createOptions.settings),
       };
+      warnUnenforced(createOptions.settings, logger);
       return LocalSandboxImpl.start({
         bwrapPath,
         layout: await layout,
@@ -169,6 +173,32 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
       });
     },
   };
+}
+
+/**
+ * The limits this driver can take from the policy's sandbox settings: `limits.memory` →
+ * `memoryMiB` (RLIMIT_AS), `limits.ephemeral-storage` → `diskMiB` (the private /tmp).
+ */
+function limitsFromSettings(settings: SandboxSettings | undefined): Partial<SandboxLimits> {
+  const limits = settings?.resources?.limits ?? {};
+  return {
+    ...(limits.memory ? { memoryMiB: quantityMiB(limits.memory) } : {}),
+    ...(limits['ephemeral-storage'] ? { diskMiB: quantityMiB(limits['ephemeral-storage']) } : {}),
+  };
+}
+
+/** Settings a bubblewrap sandbox cannot apply are logged, never dropped silently. */
+function warnUnenforced(settings: SandboxSettings | undefined, logger: Logger): void {
+  const ignored = [
+    ...(settings?.image ? [`image ${settings.image}`] : []),
+    ...(settings?.runtimeClassName ? [`runtimeClassName ${settings.runtimeClassName}`] : []),
+  ];
+  if (ignored.length > 0) {
+    logger.warn(
+      { ignored },
+      'the local sandbox driver runs host tools: these sandbox settings of the policy do not apply to it',
+    );
+  }
 }
 
 function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
