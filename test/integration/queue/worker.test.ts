@@ -118,6 +118,8 @@ async function labelNewIssue(): Promise<number> {
   }).number;
   const res = await ghe.sendWebhook(server.webhookUrl, 'issues', stack.labeled(n, 'alice'));
   expect(res.status).toBe(200);
+  // The delivery is recorded; its GitHub side (status comment, enqueue) runs in the intake step.
+  await server.intake.idle();
   return n;
 }
 
