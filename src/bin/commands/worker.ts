@@ -94,6 +94,68 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const policyStore =
     options.policyStore ??
     (env.policyFile ? createPolicyStore({ path: env.policyFile, logger }) : createStaticPolicyStore());
+  // What start-up waits for right now (`/readyz` says it); null once started.
+  let startingStep: string | null = 'start-up';
+  let jobWorker: JobWorker | undefined;
+  let closing = false;
+  const port = options.port === undefined ? env.workerPort : options.port;
+  let http: Server | null = null;
+  let url: string | null = null;
+  if (port !== null && !(options.port === undefined && env.workerPort === 0)) {
+    // Opened first, before Redis or GitHub answer (issue 12 item 7).
+    http = createServer((req, res) => {
+      void (async () => {
+        const path = (req.url ?? '/').split('?')[0];
+        if (req.method === 'GET' && path === '/healthz') {
+          res.writeHead(closing ? 503 : 200, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              status: closing ? 'stopping' : 'ok',
+              ...(startingStep ? { starting: `waiting for ${startingStep}` } : {}),
+              activeJobs: jobWorker?.activeJobIds().length ?? 0,
+            }),
+          );
+        } else if (req.method === 'GET' && path === '/readyz' && startingStep) {
+          // Not ready yet, and saying for what: a liveness probe on /healthz keeps the process alive.
+          res
+            .writeHead(503, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ ready: false, starting: true, waitingFor: startingStep }));
+        } else if (req.method === 'GET' && path === '/readyz') {
+          const report = await checkReadiness({
+            redis,
+            modelUrl: env.modelUrl,
+            modelApiKey: env.modelApiKey,
+            policyStore,
+            draining: closing,
+          });
+          res
+            .writeHead(report.ready ? 200 : 503, { 'content-type': 'application/json' })
+            .end(JSON.stringify(report));
+        } else if (req.method === 'GET' && path === '/metrics') {
+          const text = await metrics.registry.metrics();
+          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
+        } else {
+          res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        }
+      })().catch((err: unknown) => {
+        logger.error({ err }, 'worker HTTP request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    const server = http;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, () => resolve());
+    });
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+  const closeHttp = async (): Promise<void> => {
+    if (!http) return;
+    const server = http;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  };
   const redis = createRedisConnection(env.redisUrl, 'worker', { logger, name: 'frognano-worker' });
   const subscriber = createRedisConnection(env.redisUrl, 'subscriber', {
     logger,
@@ -103,7 +165,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const clients = createInstallationClients({ ...env, logger, throttle: options.throttle });
   const probot = createProbotApp({ ...env, logger, throttle: false });
   const botLogin = resolveBotLogin(probot, logger);
+  startingStep = "the app's login from GitHub (GET /app)";
   await botLogin.refresh(5_000);
+  startingStep = 'Redis (the job queue)';
 
   const effective = (repo: string) => resolveEffectivePolicy({ policy: policyStore.current(), repo });
   const limiter = createConcurrencyLimiter({
@@ -115,7 +179,6 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   // Things started alongside the sandbox driver (the Kubernetes janitor) that close() must stop.
   const stoppers: Array<() => Promise<void>> = [];
-  let jobWorker: JobWorker;
   try {
     const run =
       options.run ??
@@ -150,8 +213,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     for (const stop of stoppers) await stop();
     for (const c of connections) await closeRedis(c);
     policyStore.close();
+    await closeHttp();
     throw err;
   }
+  const started = jobWorker;
   // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
 
   // Trajectories and test logs older than the retention are removed now and every few hours.
@@ -172,50 +237,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const sweepTimer = setInterval(sweepTrajectories, TRAJECTORY_SWEEP_INTERVAL_MS);
   sweepTimer.unref();
 
-  let closing = false;
-  const port = options.port === undefined ? env.workerPort : options.port;
-  let http: Server | null = null;
-  let url: string | null = null;
-  if (port !== null && !(options.port === undefined && env.workerPort === 0)) {
-    http = createServer((req, res) => {
-      void (async () => {
-        const path = (req.url ?? '/').split('?')[0];
-        if (req.method === 'GET' && path === '/healthz') {
-          res.writeHead(closing ? 503 : 200, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              status: closing ? 'stopping' : 'ok',
-              activeJobs: jobWorker.activeJobIds().length,
-            }),
-          );
-        } else if (req.method === 'GET' && path === '/readyz') {
-          const report = await checkReadiness({
-            redis,
-            modelUrl: env.modelUrl,
-            modelApiKey: env.modelApiKey,
-            policyStore,
-            draining: closing,
-          });
-          res
-            .writeHead(report.ready ? 200 : 503, { 'content-type': 'application/json' })
-            .end(JSON.stringify(report));
-        } else if (req.method === 'GET' && path === '/metrics') {
-          const text = await metrics.registry.metrics();
-          res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
-        } else {
-          res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-        }
-      })().catch((err: unknown) => {
-        logger.error({ err }, 'worker HTTP request failed');
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
-    const server = http;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, () => resolve());
-    });
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  }
+  startingStep = null;
   logger.info(
     { concurrency: env.workerConcurrency, url, sandboxDriver: env.sandboxDriver },
     'worker started',
@@ -223,24 +245,18 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   let closed: Promise<void> | null = null;
   return {
-    jobWorker,
+    jobWorker: started,
     metrics,
     url,
     close() {
       closed ??= (async () => {
         closing = true;
         clearInterval(sweepTimer);
-        await jobWorker.close();
+        await started.close();
         for (const stop of stoppers) await stop();
         for (const c of connections) await closeRedis(c);
         policyStore.close();
-        if (http) {
-          const server = http;
-          await new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          });
-        }
+        await closeHttp();
         logger.info('worker stopped');
       })();
       return closed;
