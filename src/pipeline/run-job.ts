@@ -14,6 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
 import { assertEgressBlocked } from '../sandbox/egress-probe.js';
+import { cloneFolderPrefix, jobFolders } from '../sandbox/local/leftover-folders.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
 import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
@@ -176,6 +177,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 
   try {
     throwIfCancelled(signal);
+    await removeLeftovers(jobId, deps, logger);
     await report({ stage: 'preparing' });
     const { owner, repo, issueNumber } = data;
     const { data: issue } = await deps.octokit.rest.issues.get({ owner, repo, issue_number: issueNumber });
@@ -188,7 +190,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     throwIfCancelled(signal);
 
     await mkdir(deps.workDir, { recursive: true });
-    workspace = await mkdtemp(join(deps.workDir, `${jobId.slice(0, 80)}-`));
+    workspace = await mkdtemp(join(deps.workDir, cloneFolderPrefix(jobId)));
     const dir = join(workspace, 'repo');
     const { headSha: baseSha } = await cloneRepository({
       url: repositoryUrl(deps.gitBaseUrl, owner, repo),
@@ -739,4 +741,53 @@ export function sandboxSettingsOf(policy: JobPolicy): SandboxSettings {
       : {}),
     ...(Object.keys(resources).length > 0 ? { resources } : {}),
   };
+}
+
+/**
+ * Remove what earlier runs of this job left when their worker was killed: clones in WORK_DIR
+ * (`<jobId>-XXXXXX`) and the sandbox driver's folders. A job id runs once at a time (the BullMQ
+ * lock), so whatever carries it now is a leftover. Never throws.
+ */
+async function removeLeftovers(jobId: string, deps: RunJobDeps, logger: Logger): Promise<void> {
+  const removed: string[] = [];
+  for (const f of await jobFolders(deps.workDir, 'clone', jobId)) {
+    await rm(f.path, { recursive: true, force: true }).then(
+      () => removed.push(f.path),
+      (err: unknown) =>
+        logger.warn(
+          { err: { message: (err as Error).message }, dir: f.path },
+          'cannot remove a leftover clone',
+        ),
+    );
+  }
+  removed.push(...((await deps.sandboxFactory.removeLeftovers?.(jobId).catch(() => [])) ?? []));
+  if (removed.length > 0)
+    logger.info({ removed }, 'removed the folders of an earlier, killed run of this job');
+}
+
+/**
+ * At worker start: remove the clones in `workDir` and the sandbox driver's folders of jobs that
+ * are not active (`activeJobIds`, the queue's active jobs). Never throws.
+ *
+ * @returns the removed paths.
+ */
+export async function sweepLeftoverFolders(options: {
+  workDir: string;
+  sandboxFactory: SandboxFactory;
+  activeJobIds: readonly string[];
+}): Promise<string[]> {
+  const removed: string[] = [];
+  const clones = (await jobFolders(options.workDir, 'clone')).filter(
+    (f) => !options.activeJobIds.some((id) => f.name.startsWith(cloneFolderPrefix(id))),
+  );
+  for (const f of clones) {
+    await rm(f.path, { recursive: true, force: true }).then(
+      () => removed.push(f.path),
+      () => undefined,
+    );
+  }
+  removed.push(
+    ...((await options.sandboxFactory.sweepLeftovers?.(options.activeJobIds).catch(() => [])) ?? []),
+  );
+  return removed;
 }

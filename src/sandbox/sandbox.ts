@@ -126,6 +126,17 @@ export interface SandboxFactory {
    * message, e.g. "install the Debian package bubblewrap") when the driver cannot start one.
    */
   create(options: CreateSandboxOptions): Promise<Sandbox>;
+  /**
+   * Remove what earlier, killed runs of `jobId` left on this host (local driver: its sandbox
+   * folders, also those of `<jobId>-…` sandboxes). Only for a job that is not running elsewhere.
+   * Resolves with the removed paths; never throws. Absent: the driver leaves nothing on the host.
+   */
+  removeLeftovers?(jobId: string): Promise<string[]>;
+  /**
+   * At worker start: remove what killed jobs left on this host, keeping the folders of
+   * `activeJobIds` (and of their derived sandboxes). Resolves with the removed paths; never throws.
+   */
+  sweepLeftovers?(activeJobIds: readonly string[]): Promise<string[]>;
 }
 
 /** Options of {@link SandboxFactory.create}. */

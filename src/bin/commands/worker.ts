@@ -19,7 +19,7 @@ import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
 import { noreplyEmail } from '../../pipeline/publish-change.js';
-import { runJob, type JobPolicy, type ModelContext } from '../../pipeline/run-job.js';
+import { runJob, sweepLeftoverFolders, type JobPolicy, type ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
@@ -179,7 +179,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   // Things started alongside the sandbox driver (the Kubernetes janitor) that close() must stop.
   const stoppers: Array<() => Promise<void>> = [];
+  let sandboxFactory: SandboxFactory | undefined;
   try {
+    sandboxFactory = options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers));
     const run =
       options.run ??
       createPipelineRunner({
@@ -188,7 +190,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         options,
         policyStore,
         botLogin: () => botLogin.get(),
-        sandboxFactory: options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers)),
+        sandboxFactory,
       });
     jobWorker = await createJobWorker({
       redis,
@@ -217,6 +219,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     throw err;
   }
   const started = jobWorker;
+  void removeKilledJobsFolders(env, redis, sandboxFactory, logger);
   // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
 
   // Trajectories and test logs older than the retention are removed now and every few hours.
@@ -262,6 +265,36 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       return closed;
     },
   };
+}
+
+/**
+ * At start: the clones and sandbox folders of jobs that are not active (a worker killed mid-job
+ * leaves them). Active jobs keep theirs: a re-run of a job removes its own leftovers first.
+ */
+async function removeKilledJobsFolders(
+  env: AppEnv,
+  redis: Redis,
+  sandboxFactory: SandboxFactory,
+  logger: Logger,
+): Promise<void> {
+  const { Queue } = await import('bullmq');
+  const queue = new Queue(env.queueName, { connection: redis, prefix: env.queuePrefix });
+  try {
+    const active = (await queue.getJobs(['active'])).flatMap((j) => (j.id ? [j.id] : []));
+    const removed = await sweepLeftoverFolders({
+      workDir: env.workDir,
+      sandboxFactory,
+      activeJobIds: active,
+    });
+    if (removed.length > 0) logger.info({ removed }, 'removed the folders of killed jobs');
+  } catch (err) {
+    logger.warn(
+      { err: { message: (err as Error).message } },
+      'could not look for the folders of killed jobs',
+    );
+  } finally {
+    await queue.close().catch(() => undefined);
+  }
 }
 
 /**

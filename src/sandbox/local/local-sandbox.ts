@@ -29,6 +29,7 @@ import {
   type HostLayout,
 } from './bwrap-args.js';
 import { quantityMiB } from '../quantity.js';
+import { isSandboxFolderOf, jobFolders, sandboxFolderPrefix } from './leftover-folders.js';
 import { createPidsCgroup, sweepStalePidsCgroups, type PidsCgroup } from './pids-cgroup.js';
 
 /**
@@ -94,6 +95,8 @@ export interface LocalSandbox extends Sandbox {
 /** The factory of the local driver; its sandboxes are {@link LocalSandbox}es. */
 export interface LocalSandboxFactory extends SandboxFactory {
   create(options: CreateSandboxOptions): Promise<LocalSandbox>;
+  removeLeftovers(jobId: string): Promise<string[]>;
+  sweepLeftovers(activeJobIds: readonly string[]): Promise<string[]>;
 }
 
 /** The in-sandbox agent script, shipped next to this module (copied to dist/ by the build). */
@@ -171,6 +174,18 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         startTimeoutMs: options.startTimeoutMs ?? 20_000,
         logger: logger.child({ sandbox: 'local', jobId: createOptions.jobId }),
       });
+    },
+    async removeLeftovers(jobId) {
+      const found = await jobFolders(options.workRoot ?? os.tmpdir(), 'sandbox', jobId);
+      for (const f of found) await removeTree(f.path, logger);
+      return found.map((f) => f.path);
+    },
+    async sweepLeftovers(activeJobIds) {
+      const found = (await jobFolders(options.workRoot ?? os.tmpdir(), 'sandbox')).filter(
+        (f) => !activeJobIds.some((id) => isSandboxFolderOf(f.name, id)),
+      );
+      for (const f of found) await removeTree(f.path, logger);
+      return found.map((f) => f.path);
     },
   };
 }
@@ -298,7 +313,6 @@ class LocalSandboxImpl implements LocalSandbox {
   }
 
   static async start(p: StartParams): Promise<LocalSandboxImpl> {
-    const safeJob = p.jobId.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'job';
     let hostWorkdir: string | undefined;
     let workdir: string | undefined;
     if (p.hostWorkdir !== undefined) {
@@ -319,7 +333,7 @@ class LocalSandboxImpl implements LocalSandbox {
       }
     }
     await mkdir(p.workRoot, { recursive: true });
-    const privateDir = await mkdtemp(path.join(p.workRoot, `frognano-${safeJob}-`));
+    const privateDir = await mkdtemp(path.join(p.workRoot, sandboxFolderPrefix(p.jobId)));
     const cleanupOnFailure: (() => Promise<void>)[] = [() => removeTree(privateDir, p.logger)];
     try {
       if (hostWorkdir === undefined || workdir === undefined) {
