@@ -269,7 +269,9 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'refused':
       return outcome.stage === 'patch' ? 'change refused — no pull request opened' : 'not run';
     case 'github_error':
-      return 'stopped: a GitHub API call failed';
+      return outcome.pullRequest
+        ? `opened draft pull request #${outcome.pullRequest.number}, then a GitHub API call failed`
+        : 'stopped: a GitHub API call failed';
     case 'failed':
       return 'failed';
   }
@@ -287,6 +289,7 @@ export function outcomeDetails(outcome: Outcome): string[] {
           'a person with write access approves it.',
       );
       out.push(...testsLines(summary));
+      out.push(...warningLines(outcome.warnings));
       break;
     case 'no_change':
       out.push(
@@ -311,6 +314,7 @@ export function outcomeDetails(outcome: Outcome): string[] {
         );
       }
       out.push(...testsLines(summary));
+      out.push(...warningLines(outcome.warnings));
       if (outcome.pullNumber === undefined && outcome.patch)
         out.push('', ...collapsed('Patch', outcome.patch, 'diff', MAX_PATCH_CHARS));
       out.push(
@@ -369,6 +373,13 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
     case 'github_error':
+      if (outcome.pullRequest) {
+        out.push(
+          `The draft pull request [#${outcome.pullRequest.number}](${outcome.pullRequest.url}) was opened, ` +
+            'but a later step failed. Review it as usual; what is missing is below.',
+          '',
+        );
+      }
       out.push(
         `GitHub answered with an error${outcome.status ? ` (HTTP ${outcome.status})` : ''}: ${untrusted(outcome.message)}`,
         '',
@@ -389,6 +400,12 @@ export function outcomeDetails(outcome: Outcome): string[] {
   }
   if (summary) out.push(...limitLines(summary), '', summaryLine(summary));
   return out;
+}
+
+/** Steps after the pull request that did not work (label, review request), as comment lines. */
+function warningLines(warnings: string[] | undefined): string[] {
+  if (!warnings?.length) return [];
+  return ['', 'Warnings:', ...warnings.map((w) => `- ⚠️ ${untrusted(w)}`)];
 }
 
 /** The cap that stopped the loop and the clamped repository values, as comment lines (may be empty). */

@@ -411,9 +411,17 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         },
       },
     });
+    const warned = pr.warnings?.length ? { warnings: pr.warnings } : {};
     if (testsFailing)
-      return { kind: 'tests_failing', patch, pullNumber: pr.number, pullUrl: pr.url, summary };
-    return { kind: 'pr_opened', pullNumber: pr.number, pullUrl: pr.url, updated: pr.updated, summary };
+      return { kind: 'tests_failing', patch, pullNumber: pr.number, pullUrl: pr.url, summary, ...warned };
+    return {
+      kind: 'pr_opened',
+      pullNumber: pr.number,
+      pullUrl: pr.url,
+      updated: pr.updated,
+      summary,
+      ...warned,
+    };
   } catch (err) {
     // A job aborted mid-call may fail with whatever the interrupted call threw: it was cancelled.
     const cause =
