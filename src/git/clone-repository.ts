@@ -71,6 +71,15 @@ export function remoteError(err: unknown, what: string): AppError {
   if (isAppError(err, 'CANCELLED')) return err;
   const stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : '';
   const missing = /not found|couldn't find remote ref|Remote branch .* not found/i.test(stderr);
+  // The server refused (archived repository, protected branch, a hook, no write access): the same
+  // push would be refused again.
+  const refused =
+    /\[remote rejected\]|hook declined|\bGH\d{3}:|protected branch|archived|read-only|denied|returned error: 403/i.test(
+      stderr,
+    );
   const message = err instanceof Error ? err.message : String(err);
-  return new AppError('GITHUB_API_ERROR', `${what}: ${message}`, { retryable: !missing, cause: err });
+  return new AppError('GITHUB_API_ERROR', `${what}: ${message}`, {
+    retryable: !missing && !refused,
+    cause: err,
+  });
 }

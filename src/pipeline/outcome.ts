@@ -29,7 +29,13 @@ export type Outcome =
       summary: RunSummary;
       warnings?: string[];
     }
-  | { kind: 'llm_unreachable'; message: string; summary?: RunSummary }
+  | {
+      kind: 'llm_unreachable';
+      message: string;
+      /** The model server's last HTTP status, when it answered with errors rather than not at all. */
+      status?: number;
+      summary?: RunSummary;
+    }
   | { kind: 'sandbox_failed'; message: string; summary?: RunSummary }
   | { kind: 'timed_out'; message: string; summary?: RunSummary }
   | { kind: 'cancelled'; by: string | null; reason: string; summary?: RunSummary }
@@ -123,6 +129,15 @@ export function classifyError(
         return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: err.message, summary };
       case 'LLM_UNREACHABLE':
         return { kind: 'llm_unreachable', message: err.message, summary };
+      case 'LLM_QUERY_ERROR': {
+        // The model server answered, with an error (5xx after every retry, a 4xx): its outcome, with
+        // the last status (from the client's details, or its message once stored in a trajectory).
+        const status =
+          typeof err.details?.status === 'number'
+            ? err.details.status
+            : Number(/answered HTTP (\d{3})/.exec(err.message)?.[1]) || undefined;
+        return { kind: 'llm_unreachable', message: err.message, ...(status ? { status } : {}), summary };
+      }
       case 'SANDBOX_UNAVAILABLE':
       case 'SANDBOX_GONE':
       case 'SANDBOX_EXEC_FAILED':

@@ -185,6 +185,13 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       throw new AppError('POLICY_REFUSED', `#${issueNumber} is a pull request, not an issue`);
     if (issue.state !== 'open') throw new AppError('POLICY_REFUSED', `issue #${issueNumber} is closed`);
     const { data: repository } = await deps.octokit.rest.repos.get({ owner, repo });
+    if (repository.archived) {
+      throw new AppError(
+        'POLICY_REFUSED',
+        `${owner}/${repo} is archived (read-only): nothing can be pushed to it. Unarchive it in the ` +
+          'repository settings, then label the issue again.',
+      );
+    }
     const defaultBranch = repository.default_branch;
     const policy = await deps.resolvePolicy(data, { defaultBranch });
     throwIfCancelled(signal);
@@ -198,6 +205,8 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       branch: defaultBranch,
       auth: { token: await getToken(), baseUrl: deps.gitBaseUrl },
       signal,
+    }).catch(async (err: unknown) => {
+      throw (await emptyRepositoryError(deps.octokit, owner, repo, err)) ?? err;
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
 
@@ -798,4 +807,24 @@ export async function sweepLeftoverFolders(options: {
     ...((await options.sandboxFactory.sweepLeftovers?.(options.activeJobIds).catch(() => [])) ?? []),
   );
   return removed;
+}
+
+/**
+ * When the clone found no default branch: is the repository empty (no branch at all)? Then the
+ * error says so instead of pointing at permissions; otherwise `null` (the clone's error stands).
+ */
+async function emptyRepositoryError(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  err: unknown,
+): Promise<AppError | null> {
+  if (!isAppError(err, 'GITHUB_API_ERROR') || err.retryable) return null;
+  const branches = await octokit.rest.repos.listBranches({ owner, repo, per_page: 1 }).catch(() => null);
+  if (!branches || branches.data.length > 0) return null;
+  return new AppError(
+    'POLICY_REFUSED',
+    `the repository has no commits yet: ${owner}/${repo} has no branch to work on. Push a first commit ` +
+      '(with the code the issue is about), then label the issue again.',
+  );
 }
