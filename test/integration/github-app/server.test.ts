@@ -1,3 +1,4 @@
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AppEnv } from '../../../src/config/env.js';
@@ -318,6 +319,26 @@ describe('serve: what a delivery must be (issue 12 item 8)', () => {
     }
     expect(total(await jobCounts())).toBe(0);
     expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
+  });
+});
+
+describe('serve: GitHub not answering at start (issue 12 item 4)', () => {
+  it('listens before the app lookup (GET /app) finishes', async () => {
+    // A "GitHub" that accepts connections and never answers.
+    const held: Socket[] = [];
+    const silent = createNetServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      await server.close();
+      const started = performance.now();
+      server = await startTestServer({ GHE_HOST: `127.0.0.1:${port}`, GHE_PROTOCOL: 'http' });
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 
