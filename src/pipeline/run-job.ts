@@ -14,7 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
 import { assertEgressBlocked } from '../sandbox/egress-probe.js';
-import { cloneFolderPrefix, jobFolders } from '../sandbox/local/leftover-folders.js';
+import { cloneFolderPrefix, jobFolders, writeOwner } from '../sandbox/local/leftover-folders.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
 import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
@@ -198,6 +198,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 
     await mkdir(deps.workDir, { recursive: true });
     workspace = await mkdtemp(join(deps.workDir, cloneFolderPrefix(jobId)));
+    await writeOwner(workspace);
     const dir = join(workspace, 'repo');
     const { headSha: baseSha } = await cloneRepository({
       url: repositoryUrl(deps.gitBaseUrl, owner, repo),

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -7,6 +7,36 @@ import path from 'node:path';
  * named after the job id, so a job's re-run (same BullMQ job id) and a starting worker can find and
  * remove them.
  */
+
+/** File in a job folder naming the process that made it (its pid, decimal). */
+export const OWNER_FILE = 'owner.pid';
+
+/** Mark `dir` as made by this process: the sweeps leave it alone while this process lives. */
+export async function writeOwner(dir: string): Promise<void> {
+  await writeFile(path.join(dir, OWNER_FILE), `${process.pid}\n`);
+}
+
+/**
+ * Whether the process that made `dir` may still use it: its pid is alive on this host, or the
+ * folder has no readable owner file (made by something else, or being created). Folders of other
+ * workers and test runs sharing the temp directory are never taken for leftovers.
+ */
+export async function ownerAlive(dir: string): Promise<boolean> {
+  let pid: number;
+  try {
+    pid = Number.parseInt(await readFile(path.join(dir, OWNER_FILE), 'utf8'), 10);
+  } catch {
+    return true;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return true;
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 /** `mkdtemp` appends six characters. */
 const MKDTEMP_SUFFIX = /-[A-Za-z0-9]{6}$/;
@@ -50,7 +80,7 @@ const JOB_CLONE_FOLDER =
   /^[A-Za-z0-9_-][A-Za-z0-9._-]*\.[A-Za-z0-9._-]+\.\d+\.[A-Za-z0-9._-]+-[A-Za-z0-9]{6}$/;
 
 /**
- * Folders in `dir` that belong to a job: `kind` `sandbox` (the local driver's root) or `clone`
+ * Folders in `dir` that belong to a job and whose owner process is gone ({@link ownerAlive}): `kind` `sandbox` (the local driver's root) or `clone`
  * (WORK_DIR). With `jobId`, only that job's; without, every job-shaped one (for the sweep at worker
  * start, which then keeps those of active jobs). A missing `dir` has none.
  */
@@ -69,5 +99,7 @@ export async function jobFolders(
     jobId === undefined
       ? (n: string) => (kind === 'sandbox' ? JOB_SANDBOX_FOLDER : JOB_CLONE_FOLDER).test(n)
       : (n: string) => (kind === 'sandbox' ? isSandboxFolderOf(n, jobId) : isCloneFolderOf(n, jobId));
-  return names.filter(mine).map((name) => ({ name, path: path.join(dir, name) }));
+  const found = names.filter(mine).map((name) => ({ name, path: path.join(dir, name) }));
+  const dead = await Promise.all(found.map(async (f) => !(await ownerAlive(f.path))));
+  return found.filter((_, i) => dead[i]);
 }

@@ -29,7 +29,7 @@ import {
   type HostLayout,
 } from './bwrap-args.js';
 import { quantityMiB } from '../quantity.js';
-import { isSandboxFolderOf, jobFolders, sandboxFolderPrefix } from './leftover-folders.js';
+import { isSandboxFolderOf, jobFolders, sandboxFolderPrefix, writeOwner } from './leftover-folders.js';
 import { createPidsCgroup, sweepStalePidsCgroups, type PidsCgroup } from './pids-cgroup.js';
 
 /**
@@ -336,6 +336,7 @@ class LocalSandboxImpl implements LocalSandbox {
     const privateDir = await mkdtemp(path.join(p.workRoot, sandboxFolderPrefix(p.jobId)));
     const cleanupOnFailure: (() => Promise<void>)[] = [() => removeTree(privateDir, p.logger)];
     try {
+      await writeOwner(privateDir);
       if (hostWorkdir === undefined || workdir === undefined) {
         hostWorkdir = path.join(privateDir, 'repo');
         await mkdir(hostWorkdir);

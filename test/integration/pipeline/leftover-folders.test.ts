@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,10 +26,14 @@ afterAll(async () => {
   await fx?.close();
 });
 
-/** A folder with a file in it, as a killed run leaves it. */
-async function leave(dir: string, name: string): Promise<void> {
+/** The pid of a process that has exited: the owner of a killed run's folders. */
+const deadPid = spawnSync('true').pid;
+
+/** A folder with a file in it, as a killed run leaves it (its owner process is gone). */
+async function leave(dir: string, name: string, owner: number = deadPid): Promise<void> {
   await mkdir(join(dir, name, 'repo'), { recursive: true });
   await writeFile(join(dir, name, 'repo', 'calc.py'), 'left behind\n');
+  await writeFile(join(dir, name, 'owner.pid'), `${owner}\n`);
 }
 
 describe('folders of killed runs', () => {
@@ -59,6 +64,8 @@ describe('folders of killed runs', () => {
     await leave(fx.workDir, `${dead}-Cc22Dd`);
     await leave(fx.sandboxRoot, `frognano-${active}-a2-Ee33Ff`);
     await leave(fx.sandboxRoot, `frognano-${dead}-tests-head-Gg44Hh`);
+    // A folder of a job of another queue, whose process still runs (here: pid 1), stays.
+    await leave(fx.sandboxRoot, `frognano-${OWNER}.${REPO}.5.delivery-elsewhere-Ii55Jj`, 1);
     const removed = await sweepLeftoverFolders({
       workDir: fx.workDir,
       sandboxFactory: createLocalSandboxFactory({ workRoot: fx.sandboxRoot }),
@@ -77,5 +84,8 @@ describe('folders of killed runs', () => {
     expect(await leftovers(fx.workDir)).toContain(`${active}-Aa11Bb`);
     expect(await leftovers(fx.sandboxRoot)).toContain(`frognano-${active}-a2-Ee33Ff`);
     expect(await leftovers(fx.sandboxRoot)).toContain('frognano-e2e-something-Ab12Cd');
+    expect(await leftovers(fx.sandboxRoot)).toContain(
+      `frognano-${OWNER}.${REPO}.5.delivery-elsewhere-Ii55Jj`,
+    );
   });
 });
