@@ -1,6 +1,6 @@
 /**
- * GitHub App figures of `npm run bench`, against DESIGN.md's budgets "Webhook handling p99 < 100 ms;
- * job pickup < 100 ms after enqueue with an idle worker" and "Worker memory < 150 MB RSS with 4
+ * GitHub App figures of `npm run bench`, against DESIGN.md's budgets "Webhook answered (delivery
+ * recorded in Redis) p99 < 20 ms, without a GitHub call on that path; job pickup < 100 ms after enqueue with an idle worker" and "Worker memory < 150 MB RSS with 4
  * concurrent jobs".
  *
  * Everything runs on this machine: the real `serve` (`startServe`) and the real worker wiring
@@ -46,7 +46,7 @@ export interface BenchGithubAppOptions {
   workerMemory?: boolean;
 }
 
-const BUDGET_P99 = 'budget p99 < 100 ms';
+const BUDGET_ANSWER = 'budget p99 < 20 ms, no GitHub call';
 const BUDGET_PICKUP = 'budget < 100 ms';
 
 /**
@@ -96,11 +96,13 @@ export async function benchGithubApp(options: BenchGithubAppOptions = {}): Promi
 
 /**
  * Webhook handling: the real `serve` receives signed `issues.labeled` deliveries for distinct issues
- * (sender with write access) and runs the whole handler — permission check against the stand-in,
- * per-issue reservation in Redis, status comment, BullMQ add, 👀 reaction — before it answers 200.
+ * (sender with write access), records each in Redis and answers 200; the intake step then runs the
+ * GitHub side — permission check against the stand-in, per-issue reservation in Redis, status
+ * comment, BullMQ add, 👀 reaction. Each delivery is sent after the previous one's intake finished.
  *
- * "job in queue" is the moment the BullMQ add resolved (the job is in Redis): `serve.jobs.enqueue`
- * is wrapped to note it. Clocks start before the request is signed and sent.
+ * "job in queue" is the moment the BullMQ add of the job resolved: `serve.jobs.enqueue` is wrapped to
+ * note it. "GitHub calls while answering" counts the stand-in requests made between sending and the
+ * answer. Clocks start before the request is signed and sent.
  */
 async function benchWebhooks(rig: BenchRig, options: BenchGithubAppOptions): Promise<void> {
   const n = options.webhooks ?? 200;
@@ -125,7 +127,7 @@ async function benchWebhooks(rig: BenchRig, options: BenchGithubAppOptions): Pro
   const github = meterFetch(ghe.apiUrl);
   rig.defer('restore fetch', () => github.restore());
 
-  const sendOne = async (): Promise<{ queuedMs: number; responseMs: number; githubMs: number }> => {
+  const sendOne = async (): Promise<{ queuedMs: number; responseMs: number; githubCalls: number }> => {
     const issue = ghe.createIssue(BENCH_OWNER, repo, { title: 'bench issue', body: 'x', user: BENCH_SENDER });
     const payload = ghe.labelIssue({
       owner: BENCH_OWNER,
@@ -139,16 +141,17 @@ async function benchWebhooks(rig: BenchRig, options: BenchGithubAppOptions): Pro
     const t0 = performance.now();
     const res = await ghe.sendWebhook(serve.webhookUrl, 'issues', payload, { deliveryId });
     const responseMs = performance.now() - t0;
-    const githubMs = github.take().ms;
+    const githubCalls = github.take().calls;
     if (res.status !== 200) throw new Error(`a webhook got HTTP ${res.status}: ${res.body.slice(0, 300)}`);
+    await serve.intake.idle();
     const at = queuedAt.get(deliveryId);
     if (at === undefined) throw new Error(`a webhook got 200 but queued no job: ${res.body.slice(0, 300)}`);
-    return { queuedMs: at - t0, responseMs, githubMs };
+    return { queuedMs: at - t0, responseMs, githubCalls };
   };
 
   for (let i = 0; i < 10; i++) await sendOne(); // installation token, JIT, connection pools
   const restBefore = ghe.state.requests.length;
-  const sequential: Array<{ queuedMs: number; responseMs: number; githubMs: number }> = [];
+  const sequential: Array<{ queuedMs: number; responseMs: number; githubCalls: number }> = [];
   for (let i = 0; i < n; i++) sequential.push(await sendOne());
   const restPerWebhook = (ghe.state.requests.length - restBefore) / Math.max(1, n);
 
@@ -176,12 +179,16 @@ async function benchWebhooks(rig: BenchRig, options: BenchGithubAppOptions): Pro
     `${n} webhooks one at a time (+${burst} with ${inFlight} in flight), each ${restPerWebhook.toFixed(0)} REST calls ` +
       `to the stand-in; ${queued} of ${expected} jobs waiting in the queue afterwards:`,
   );
-  printLatencyRow('webhook → job in queue', latencyStats(sequential.map((s) => s.queuedMs)), BUDGET_P99);
-  printLatencyRow('webhook → HTTP 200', latencyStats(sequential.map((s) => s.responseMs)), BUDGET_P99);
-  printLatencyRow('  of which waiting on GitHub', latencyStats(sequential.map((s) => s.githubMs)), '');
   printLatencyRow(
-    '  the rest (serve, Redis, client)',
-    latencyStats(sequential.map((s) => s.responseMs - s.githubMs)),
+    'webhook → HTTP 200 (recorded)',
+    latencyStats(sequential.map((s) => s.responseMs)),
+    BUDGET_ANSWER,
+  );
+  const callsWhileAnswering = sequential.reduce((a, s) => a + s.githubCalls, 0);
+  console.log(`  GitHub calls while answering: ${callsWhileAnswering} in ${n} webhooks`);
+  printLatencyRow(
+    'webhook → job in queue (intake step)',
+    latencyStats(sequential.map((s) => s.queuedMs)),
     '',
   );
   if (burst > 0) printLatencyRow(`webhook → HTTP 200, ${inFlight} in flight`, latencyStats(concurrent), '');

@@ -88,6 +88,10 @@ export interface AppEnv {
   jobAttempts: number;
   /** Wait before the first retry, ms (exponential backoff). */
   jobBackoffMs: number;
+  /** Tries of a webhook delivery's GitHub side (permission, policy, status comment) in `serve`. */
+  intakeAttempts: number;
+  /** Wait before the first retry of a delivery's GitHub side, ms; doubles with each retry. */
+  intakeBackoffMs: number;
   /** BullMQ job lock duration, milliseconds; renewed every half of it while the worker lives. */
   jobLockDurationMs: number;
   /** How often workers look for stalled jobs (lock expired: worker died), milliseconds. */
@@ -412,6 +416,23 @@ export const ENV_SPECS = {
     { default: '30000', description: 'Wait before the first retry of a job, ms; doubles with each retry.' },
     int(0, 3_600_000),
   ),
+  INTAKE_ATTEMPTS: spec(
+    'INTAKE_ATTEMPTS',
+    {
+      default: '15',
+      description:
+        "Tries of a webhook delivery's GitHub side (permission, policy files, status comment) while GitHub fails; about 4.5 h in all.",
+    },
+    int(1, 50),
+  ),
+  INTAKE_BACKOFF_MS: spec(
+    'INTAKE_BACKOFF_MS',
+    {
+      default: '1000',
+      description: "Wait before the first retry of a delivery's GitHub side, ms; doubles with each retry.",
+    },
+    int(0, 3_600_000),
+  ),
   JOB_LOCK_DURATION_MS: spec(
     'JOB_LOCK_DURATION_MS',
     {
@@ -584,6 +605,8 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     trajectoryRetentionDays: p.TRAJECTORY_RETENTION_DAYS!,
     jobAttempts: p.JOB_ATTEMPTS!,
     jobBackoffMs: p.JOB_BACKOFF_MS!,
+    intakeAttempts: p.INTAKE_ATTEMPTS!,
+    intakeBackoffMs: p.INTAKE_BACKOFF_MS!,
     jobLockDurationMs: p.JOB_LOCK_DURATION_MS!,
     stalledIntervalMs: p.STALLED_INTERVAL_MS!,
     maxStalledCount: p.MAX_STALLED_COUNT!,

@@ -77,12 +77,18 @@ export function remoteError(err: unknown, what: string): AppError {
   const stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : '';
   const missing = /not found|couldn't find remote ref|Remote branch .* not found/i.test(stderr);
   const untrusted = UNTRUSTED_CERTIFICATE.test(stderr);
+  // The server refused (archived repository, protected branch, a hook, no write access): the same
+  // push would be refused again.
+  const refused =
+    /\[remote rejected\]|hook declined|\bGH\d{3}:|protected branch|archived|read-only|denied|returned error: 403/i.test(
+      stderr,
+    );
   const message = err instanceof Error ? err.message : String(err);
   const hint = untrusted
     ? '; git does not trust the server certificate: set GIT_SSL_CAINFO to your internal CA bundle (README "Internal certificate authority")'
     : '';
   return new AppError('GITHUB_API_ERROR', `${what}: ${message}${hint}`, {
-    retryable: !missing && !untrusted,
+    retryable: !missing && !untrusted && !refused,
     cause: err,
   });
 }

@@ -1,3 +1,4 @@
+import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubClient } from '../pipeline/github-client.js';
 import { fence } from '../pipeline/instruction.js';
@@ -52,10 +53,42 @@ export async function publishPullRequest(
   const body = renderPullRequestBody(request.body);
   const { number, url, updated } = await openOrUpdate(octokit, request, title, body, logger);
 
-  const labels = [NEEDS_REVIEW_LABEL, ...request.extraLabels];
-  for (const name of labels) await ensureLabel(octokit, owner, repo, name);
-  await octokit.rest.issues.addLabels({ owner, repo, issue_number: number, labels });
+  // From here on the pull request exists: an error says so (AppError details pullNumber, pullUrl).
+  let checkRunId: number;
+  try {
+    // First, right after the pull request: the check run is what keeps it from being merged unreviewed.
+    checkRunId = await createHumanReviewCheck(octokit, {
+      owner,
+      repo,
+      headSha: request.headSha,
+      pullNumber: number,
+      pullUrl: url,
+    });
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    throw new AppError(
+      'GITHUB_API_ERROR',
+      `the human review check run could not be created on the pull request${status ? ` (HTTP ${status})` : ''}: ${(err as Error).message}`,
+      {
+        retryable: status === undefined || status >= 500 || status === 429,
+        cause: err,
+        details: { ...(status ? { status } : {}), pullNumber: number, pullUrl: url },
+      },
+    );
+  }
 
+  // Labels and the review request help people find the pull request; failing them is a warning.
+  const warnings: string[] = [];
+  const labels = [NEEDS_REVIEW_LABEL, ...request.extraLabels];
+  try {
+    for (const name of labels) await ensureLabel(octokit, owner, repo, name);
+    await octokit.rest.issues.addLabels({ owner, repo, issue_number: number, labels });
+  } catch (err) {
+    warnings.push(
+      `The label${labels.length > 1 ? 's' : ''} ${labels.map((l) => `\`${l}\``).join(', ')} could not be added (${describeHttpError(err)}).`,
+    );
+    logger.warn({ err: { message: (err as Error).message }, labels }, 'could not label the pull request');
+  }
   try {
     await octokit.rest.pulls.requestReviewers({
       owner,
@@ -64,23 +97,20 @@ export async function publishPullRequest(
       reviewers: [request.reviewer],
     });
   } catch (err) {
+    warnings.push(`A review could not be requested from @${request.reviewer} (${describeHttpError(err)}).`);
     logger.warn(
-      {
-        err: { message: (err as Error).message, status: (err as { status?: number }).status },
-        reviewer: request.reviewer,
-      },
+      { err: { message: (err as Error).message }, reviewer: request.reviewer },
       'could not request a review; the human review check still blocks merging',
     );
   }
+  return { number, url, updated, checkRunId, warnings };
+}
 
-  const checkRunId = await createHumanReviewCheck(octokit, {
-    owner,
-    repo,
-    headSha: request.headSha,
-    pullNumber: number,
-    pullUrl: url,
-  });
-  return { number, url, updated, checkRunId };
+/** `HTTP 404: Not Found` or the error's message. */
+function describeHttpError(err: unknown): string {
+  const status = (err as { status?: number }).status;
+  const message = (err as Error).message?.split('\n')[0] ?? String(err);
+  return status ? `HTTP ${status}: ${message.slice(0, 200)}` : message.slice(0, 200);
 }
 
 /**

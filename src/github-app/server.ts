@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { verify } from '@octokit/webhooks-methods';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import { createNodeMiddleware, type ApplicationFunction, type Probot } from 'probot';
+import type { ApplicationFunction, Probot } from 'probot';
+import { AppError } from '../app-error.js';
 import type { Redis } from 'ioredis';
 import type { AppEnv } from '../config/env.js';
 import type { PolicyStore } from '../config/policy-store.js';
@@ -13,6 +14,8 @@ import { closeRedis, createRedisConnection } from '../queue/redis-connection.js'
 import { createFrognanoApp } from './app.js';
 import { createProbotApp } from './github-client.js';
 import { checkReadiness, resolveBotLogin } from './readiness.js';
+import { parseWebhookBody } from './webhook-body.js';
+import { createWebhookIntake, type WebhookIntake } from './webhook-intake.js';
 import type { TriggerCheck } from './trigger-rules.js';
 
 /** Options of {@link startServer}. */
@@ -49,6 +52,8 @@ export interface RunningServer {
   /** URL of the webhook route. */
   webhookUrl: string;
   jobs: JobQueue;
+  /** The webhook intake: deliveries recorded, their GitHub side queued and retried. */
+  intake: WebhookIntake;
   metrics: Metrics;
   probot: Probot;
   /** The producer Redis connection (owned by the server; closed by {@link close}). */
@@ -75,8 +80,12 @@ const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
  * - `GET /metrics` — Prometheus text format from the metrics registry.
  * - `/admin/*` — the admin router, when given.
  * - `POST <WEBHOOK_PATH>` — the signature (`X-Hub-Signature-256`, HMAC-SHA256 of the raw body) is
- *   checked before anything else: missing or wrong → 401 and nothing is read from the payload.
- *   Probot's middleware then checks it again and dispatches to the handlers.
+ *   checked before anything else: missing or wrong → 401 and nothing is read from the payload. The
+ *   body (JSON or form-encoded) is checked (400/415 with the reason), recorded in Redis and answered
+ *   200 at once; the webhook intake (webhook-intake.ts) then runs the Probot handlers, retrying
+ *   while GitHub fails. Redis unreachable → 503.
+ *
+ * Listening does not wait for GitHub: the app's login is looked up in the background.
  *
  * @throws when the port cannot be bound.
  */
@@ -106,8 +115,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     logger,
     throttle: false,
   });
+  // Listen first: the app lookup (`GET /app`) needs GitHub, which may be slow or down; the intake
+  // step looks it up again before it acts.
   const botLogin = resolveBotLogin(probot, logger);
-  await botLogin.refresh(5_000);
+  void botLogin.refresh(5_000);
 
   const appFn = createFrognanoApp(
     {
@@ -121,7 +132,30 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     },
     options.extraHandlers,
   );
-  const probotMiddleware = await createNodeMiddleware(appFn, { probot, webhooksPath: env.webhookPath });
+  await probot.load(appFn);
+  const intake = createWebhookIntake({
+    redis,
+    prefix: env.queuePrefix,
+    queueName: env.queueName,
+    attempts: env.intakeAttempts,
+    backoffMs: env.intakeBackoffMs,
+    logger,
+    process: async (delivery) => {
+      if (botLogin.get() === undefined) await botLogin.refresh(5_000);
+      if (botLogin.get() === undefined) {
+        // Without it the app's own label events cannot be told apart: wait for GitHub.
+        throw new AppError('GITHUB_API_ERROR', "the app's login could not be looked up (GET /app)", {
+          retryable: true,
+        });
+      }
+      await probot.receive({ id: delivery.id, name: delivery.name, payload: delivery.payload } as never);
+    },
+  });
+  const intakeRedis = createRedisConnection(env.redisUrl, 'worker', {
+    logger,
+    name: 'frognano-serve-intake',
+  });
+  intake.start(intakeRedis);
 
   let draining = false;
   const app = express();
@@ -153,10 +187,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     env.webhookPath,
     express.raw({ type: () => true, limit: MAX_WEBHOOK_BYTES }),
     verifySignature(env.webhookSecret, logger),
-    (req: Request, res: Response, next: NextFunction) => {
-      if (botLogin.get() === undefined) void botLogin.refresh(5_000);
-      void probotMiddleware(req, res, next);
-    },
+    recordDelivery(intake, logger),
   );
   app.use((_req, res) => {
     res.status(404).json({ error: 'not found' });
@@ -189,6 +220,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     port: bound,
     webhookUrl: `${url}${env.webhookPath}`,
     jobs,
+    intake,
     metrics,
     probot,
     redis,
@@ -208,7 +240,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           });
           server.closeIdleConnections();
         });
+        await intake.close();
         await jobs.close().catch((err: unknown) => logger.warn({ err }, 'queue close failed'));
+        await closeRedis(intakeRedis);
         await closeRedis(redis);
         logger.info('serve stopped');
       })();
@@ -240,6 +274,42 @@ function verifySignature(secret: string, logger: Logger): RequestHandler {
         next();
       },
       () => reject('malformed X-Hub-Signature-256 header'),
+    );
+  };
+}
+
+/**
+ * Express handler: parse the verified body (JSON or form-encoded; 400/415 with the reason), record
+ * the delivery in Redis (503 when Redis is unreachable: GitHub shows it failed and it can be
+ * redelivered) and answer 200 at once. No GitHub call on this path.
+ */
+function recordDelivery(intake: WebhookIntake, logger: Logger): RequestHandler {
+  return (req, res) => {
+    const deliveryId = req.headers['x-github-delivery'];
+    const event = req.headers['x-github-event'];
+    if (typeof deliveryId !== 'string' || deliveryId === '' || typeof event !== 'string' || event === '') {
+      res.status(400).json({ error: 'X-GitHub-Delivery and X-GitHub-Event headers are required' });
+      return;
+    }
+    const parsed = parseWebhookBody(req.headers['content-type'], String(req.body), event);
+    if (!parsed.ok) {
+      logger.warn({ deliveryId, event, why: parsed.error }, 'webhook refused');
+      res.status(parsed.status).json({ error: parsed.error });
+      return;
+    }
+    intake.record({ id: deliveryId, name: event, payload: parsed.payload }).then(
+      () => {
+        res.status(200).json({ status: 'recorded', delivery: deliveryId });
+      },
+      (err: unknown) => {
+        logger.error(
+          { deliveryId, event, err: { message: (err as Error).message } },
+          'could not record the delivery',
+        );
+        res
+          .status(503)
+          .json({ error: 'the delivery could not be recorded (Redis unavailable); redeliver it later' });
+      },
     );
   };
 }

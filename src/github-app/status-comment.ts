@@ -31,7 +31,13 @@ export interface StatusCommentTarget {
 /** A state the comment can show. */
 export type StatusState =
   /** In the queue; `position` 1 means next to start. */
-  | { phase: 'queued'; position: number | null; triggeredBy?: string }
+  | {
+      phase: 'queued';
+      position: number | null;
+      triggeredBy?: string;
+      /** Set when a worker handed the job back (shutdown): why it waits again. */
+      again?: string;
+    }
   /** The agent loop is running: `step` of `maxSteps` (null when unknown yet). */
   | { phase: 'running'; step: number; maxSteps: number | null }
   /** Setting up: clone, sandbox, egress probe. */
@@ -198,6 +204,7 @@ export function renderStatus(state: StatusState, context: { jobId?: string } = {
 function headline(state: StatusState): string {
   switch (state.phase) {
     case 'queued':
+      if (state.again) return 'queued again';
       return state.position === null ? 'queued' : `queued (position ${state.position})`;
     case 'preparing':
       return 'preparing (cloning the repository, starting the sandbox)';
@@ -221,6 +228,12 @@ function headline(state: StatusState): string {
 function details(state: StatusState): string[] {
   switch (state.phase) {
     case 'queued':
+      if (state.again) {
+        return [
+          `${untrusted(state.again)}; the job is back in the queue and starts over on the next free worker.`,
+          'Remove the label or close the issue to cancel.',
+        ];
+      }
       return [
         state.triggeredBy ? `Started by @${state.triggeredBy}. ` : '',
         'This comment is updated as the job goes on. Remove the label or close the issue to cancel.',
@@ -253,13 +266,17 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'pr_opened':
       return `${outcome.updated ? 'updated' : 'opened'} draft pull request #${outcome.pullNumber}`;
     case 'no_change':
-      return 'finished without changing any file';
+      return outcome.summary.exitReason === 'max_tokens_per_turn'
+        ? 'stopped: a model turn hit the per-turn token cap'
+        : 'finished without changing any file';
     case 'tests_failing':
       return outcome.pullNumber !== undefined
         ? `opened draft pull request #${outcome.pullNumber}, but the tests fail`
         : 'made a change, but the tests still fail — no pull request opened';
     case 'llm_unreachable':
-      return 'stopped: the model server could not be reached';
+      return outcome.status
+        ? `stopped: the model server failed (HTTP ${outcome.status})`
+        : 'stopped: the model server could not be reached';
     case 'sandbox_failed':
       return outcome.cause === 'protocol'
         ? 'stopped: the sandbox broke its protocol'
@@ -271,7 +288,9 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'refused':
       return outcome.stage === 'patch' ? 'change refused — no pull request opened' : 'not run';
     case 'github_error':
-      return 'stopped: a GitHub API call failed';
+      return outcome.pullRequest
+        ? `opened draft pull request #${outcome.pullRequest.number}, then a GitHub API call failed`
+        : 'stopped: a GitHub API call failed';
     case 'failed':
       return 'failed';
   }
@@ -289,12 +308,17 @@ export function outcomeDetails(outcome: Outcome): string[] {
           'a person with write access approves it.',
       );
       out.push(...testsLines(summary));
+      out.push(...warningLines(outcome.warnings));
       break;
     case 'no_change':
       out.push(
         summary?.exitReason === 'max_turns'
           ? `The model used all ${summary.maxSteps} steps without producing a change.`
-          : 'The model finished without changing any file, so there is nothing to review.',
+          : summary?.exitReason === 'max_tokens_per_turn'
+            ? 'A model turn reached the per-turn token cap (`maxTokensPerTurn`, the request\u2019s ' +
+              '`max_completion_tokens`; the server ended it with `finish_reason: length`) before any file ' +
+              'was changed. An administrator can raise `maxTokensPerTurn` for this repository.'
+            : 'The model finished without changing any file, so there is nothing to review.',
         '',
         'What you can do: add detail to the issue — where the problem is, how to reproduce it, what ' +
           'you expect — then remove the label and add it again.',
@@ -313,6 +337,7 @@ export function outcomeDetails(outcome: Outcome): string[] {
         );
       }
       out.push(...testsLines(summary));
+      out.push(...warningLines(outcome.warnings));
       if (outcome.pullNumber === undefined && outcome.patch)
         out.push('', ...collapsed('Patch', outcome.patch, 'diff', MAX_PATCH_CHARS));
       out.push(
@@ -322,7 +347,9 @@ export function outcomeDetails(outcome: Outcome): string[] {
       break;
     case 'llm_unreachable':
       out.push(
-        `The model server did not answer, even after retries: ${untrusted(outcome.message)}`,
+        outcome.status
+          ? `The model server answered HTTP ${outcome.status} on every try: ${untrusted(outcome.message)}`
+          : `The model server did not answer, even after retries: ${untrusted(outcome.message)}`,
         '',
         'Nothing was pushed. This is a service problem, not a problem with the issue: ask an administrator ' +
           'to check the model server, then remove the label and add it again.',
@@ -382,6 +409,13 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
     case 'github_error':
+      if (outcome.pullRequest) {
+        out.push(
+          `The draft pull request [#${outcome.pullRequest.number}](${outcome.pullRequest.url}) was opened, ` +
+            'but a later step failed. Review it as usual; what is missing is below.',
+          '',
+        );
+      }
       out.push(
         `GitHub answered with an error${outcome.status ? ` (HTTP ${outcome.status})` : ''}: ${untrusted(outcome.message)}`,
         '',
@@ -402,6 +436,12 @@ export function outcomeDetails(outcome: Outcome): string[] {
   }
   if (summary) out.push(...limitLines(summary), '', summaryLine(summary));
   return out;
+}
+
+/** Steps after the pull request that did not work (label, review request), as comment lines. */
+function warningLines(warnings: string[] | undefined): string[] {
+  if (!warnings?.length) return [];
+  return ['', 'Warnings:', ...warnings.map((w) => `- ⚠️ ${untrusted(w)}`)];
 }
 
 /** The cap that stopped the loop and the clamped repository values, as comment lines (may be empty). */

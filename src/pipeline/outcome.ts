@@ -9,7 +9,15 @@ import type { ExitReason } from '../leaf/trajectory.js';
  * Summary fields shared by the kinds that ran the agent live in {@link RunSummary}.
  */
 export type Outcome =
-  | { kind: 'pr_opened'; pullNumber: number; pullUrl: string; updated: boolean; summary: RunSummary }
+  | {
+      kind: 'pr_opened';
+      pullNumber: number;
+      pullUrl: string;
+      updated: boolean;
+      summary: RunSummary;
+      /** What failed after the pull request existed but does not stop it (label, review request). */
+      warnings?: string[];
+    }
   | { kind: 'no_change'; summary: RunSummary }
   | {
       kind: 'tests_failing';
@@ -19,8 +27,15 @@ export type Outcome =
       pullNumber?: number;
       pullUrl?: string;
       summary: RunSummary;
+      warnings?: string[];
     }
-  | { kind: 'llm_unreachable'; message: string; summary?: RunSummary }
+  | {
+      kind: 'llm_unreachable';
+      message: string;
+      /** The model server's last HTTP status, when it answered with errors rather than not at all. */
+      status?: number;
+      summary?: RunSummary;
+    }
   | {
       kind: 'sandbox_failed';
       message: string;
@@ -44,8 +59,21 @@ export type Outcome =
       stage?: 'patch';
       summary?: RunSummary;
     }
-  | { kind: 'github_error'; message: string; status?: number; retryable: boolean }
+  | {
+      kind: 'github_error';
+      message: string;
+      status?: number;
+      retryable: boolean;
+      /** The pull request, when it had been opened before the call that failed. */
+      pullRequest?: PullRequestRef;
+    }
   | { kind: 'failed'; code: string; message: string; retryable: boolean; summary?: RunSummary };
+
+/** A pull request that exists (number and `html_url`). */
+export interface PullRequestRef {
+  number: number;
+  url: string;
+}
 
 /** The kinds of {@link Outcome}, for metrics labels. */
 export type OutcomeKind = Outcome['kind'];
@@ -112,6 +140,15 @@ export function classifyError(
         return { kind: 'llm_unreachable', message: err.message, summary };
       case 'SANDBOX_PROTOCOL_VIOLATION':
         return { kind: 'sandbox_failed', cause: 'protocol', message: err.message, summary };
+      case 'LLM_QUERY_ERROR': {
+        // The model server answered, with an error (5xx after every retry, a 4xx): its outcome, with
+        // the last status (from the client's details, or its message once stored in a trajectory).
+        const status =
+          typeof err.details?.status === 'number'
+            ? err.details.status
+            : Number(/answered HTTP (\d{3})/.exec(err.message)?.[1]) || undefined;
+        return { kind: 'llm_unreachable', message: err.message, ...(status ? { status } : {}), summary };
+      }
       case 'SANDBOX_UNAVAILABLE':
       case 'SANDBOX_GONE':
       case 'SANDBOX_EXEC_FAILED':
@@ -128,13 +165,18 @@ export function classifyError(
           reason: err.message,
           details: Array.isArray(err.details?.messages) ? (err.details.messages as string[]) : undefined,
         };
-      case 'GITHUB_API_ERROR':
+      case 'GITHUB_API_ERROR': {
+        const d = err.details ?? {};
         return {
           kind: 'github_error',
           message: err.message,
-          status: typeof err.details?.status === 'number' ? err.details.status : undefined,
+          status: typeof d.status === 'number' ? d.status : undefined,
           retryable: err.retryable,
+          ...(typeof d.pullNumber === 'number' && typeof d.pullUrl === 'string'
+            ? { pullRequest: { number: d.pullNumber, url: d.pullUrl } }
+            : {}),
         };
+      }
       default:
         return { kind: 'failed', code: err.code, message: err.message, retryable: err.retryable, summary };
     }

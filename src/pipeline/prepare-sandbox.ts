@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
-import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 
 /**
  * Identity and date of the "base" commit made inside the sandbox. Fixed, so that the same tree
@@ -13,11 +13,16 @@ const BASE_COMMIT_DATE = '2000-01-01T00:00:00Z';
 /** Wall-clock limit of `git init` + `git add` + `git commit` in the sandbox, in milliseconds. */
 const BASE_COMMIT_TIMEOUT_MS = 600_000;
 
+/** Default wall-clock limit of the setup command, in milliseconds (10 min). */
+export const DEFAULT_SETUP_TIMEOUT_MS = 600_000;
+
 /** Options of {@link prepareSandbox}. */
 export interface PrepareSandboxOptions {
   sandboxFactory: SandboxFactory;
   /** Id of the sandbox (the job id). */
   sandboxId: string;
+  /** The policy's sandbox settings (image, resources, runtime class, the job's time limit). */
+  sandboxSettings?: SandboxSettings;
   /** Makes the tar stream of the repository's tracked files (no `.git`); called once. */
   tree: () => Readable;
   /**
@@ -53,7 +58,10 @@ export interface PreparedSandbox {
  */
 export async function prepareSandbox(options: PrepareSandboxOptions): Promise<PreparedSandbox> {
   const { signal, logger } = options;
-  const sandbox = await options.sandboxFactory.create({ jobId: options.sandboxId });
+  const sandbox = await options.sandboxFactory.create({
+    jobId: options.sandboxId,
+    settings: options.sandboxSettings,
+  });
   try {
     await options.assertOffline(sandbox);
     cancelled(signal);
@@ -70,7 +78,7 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
     const prepared: PreparedSandbox = { sandbox };
     if (options.setupCommand) {
       const r = await sandbox.exec(`exec 2>&1\n${options.setupCommand}`, {
-        timeoutMs: options.setupTimeoutMs ?? 600_000,
+        timeoutMs: options.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS,
         signal,
         env: { CI: 'true' },
         maxOutputBytes: 1024 * 1024,

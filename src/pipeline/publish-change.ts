@@ -62,6 +62,8 @@ export interface PublishedPullRequest {
   updated: boolean;
   /** Id of the "FrogNano human review" check run created on the head commit. */
   checkRunId: number;
+  /** What did not work after the pull request existed (label, review request); shown in the comment. */
+  warnings?: string[];
 }
 
 /**

@@ -14,7 +14,8 @@ import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
 import type { JobData } from '../queue/job-data.js';
 import { assertEgressBlocked, type EgressTarget } from '../sandbox/egress-probe.js';
-import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import { cloneFolderPrefix, jobFolders, writeOwner } from '../sandbox/local/leftover-folders.js';
+import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { chooseAttempt, type AttemptChoice, type AttemptResult } from './checks/choose-attempt.js';
 import { buildEvidence, testVerdict } from './checks/evidence-markdown.js';
 import type { PatchLimits } from './checks/patch-limits.js';
@@ -22,7 +23,7 @@ import { detectTestCommand } from './detect-test-command.js';
 import type { GitHubClient } from './github-client.js';
 import { buildInstruction } from './instruction.js';
 import { classifyError, type Outcome, type RunSummary } from './outcome.js';
-import { prepareSandbox } from './prepare-sandbox.js';
+import { DEFAULT_SETUP_TIMEOUT_MS, prepareSandbox } from './prepare-sandbox.js';
 import { publishChange, type PublishPullRequest } from './publish-change.js';
 import { verifyPatch, type BaseTestsMemo, type RefusedPatch, type VerifiedPatch } from './verify-patch.js';
 
@@ -43,7 +44,12 @@ export type JobPolicy = Pick<
   | 'protectedPaths'
   | 'instructions'
 > &
-  Partial<Pick<EffectivePolicy, 'maxContextTokens' | 'attempts' | 'sources' | 'clamps'>>;
+  Partial<
+    Pick<
+      EffectivePolicy,
+      'maxContextTokens' | 'maxTokensPerTurn' | 'attempts' | 'sources' | 'clamps' | 'sandbox'
+    >
+  >;
 
 /** Progress of a job, reported to the status comment and the queue. */
 export interface JobProgress {
@@ -51,6 +57,14 @@ export interface JobProgress {
   /** While `running`: the step just finished (0 before the first). */
   step?: number;
   maxSteps?: number;
+}
+
+/** What a model client of one attempt is made for. */
+export interface ModelContext {
+  /** 1-based attempt number. */
+  attempt: number;
+  /** The policy's `maxTokensPerTurn`: the request's `max_completion_tokens`; absent = the Leaf default. */
+  maxCompletionTokens?: number;
 }
 
 /** What {@link runJob} needs from the process (built per job: the client is per installation). */
@@ -71,7 +85,7 @@ export interface RunJobDeps {
    * A model client for one attempt (called once per attempt, in attempt order; `attempt` is
    * 1-based). Attempts are independent: nothing is shared between their conversations.
    */
-  createModel: (context: { attempt: number }) => ChatModel;
+  createModel: (context: ModelContext) => ChatModel;
   /**
    * Attempts of a best-of-N job run at once, each in its own sandbox (default
    * {@link DEFAULT_PARALLEL_ATTEMPTS}); more wait for a free lane.
@@ -170,6 +184,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 
   try {
     throwIfCancelled(signal);
+    await removeLeftovers(jobId, deps, logger);
     await report({ stage: 'preparing' });
     const { owner, repo, issueNumber } = data;
     const { data: issue } = await deps.octokit.rest.issues.get({ owner, repo, issue_number: issueNumber });
@@ -177,12 +192,20 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       throw new AppError('POLICY_REFUSED', `#${issueNumber} is a pull request, not an issue`);
     if (issue.state !== 'open') throw new AppError('POLICY_REFUSED', `issue #${issueNumber} is closed`);
     const { data: repository } = await deps.octokit.rest.repos.get({ owner, repo });
+    if (repository.archived) {
+      throw new AppError(
+        'POLICY_REFUSED',
+        `${owner}/${repo} is archived (read-only): nothing can be pushed to it. Unarchive it in the ` +
+          'repository settings, then label the issue again.',
+      );
+    }
     const defaultBranch = repository.default_branch;
     const policy = await deps.resolvePolicy(data, { defaultBranch });
     throwIfCancelled(signal);
 
     await mkdir(deps.workDir, { recursive: true });
-    workspace = await mkdtemp(join(deps.workDir, `${jobId.slice(0, 80)}-`));
+    workspace = await mkdtemp(join(deps.workDir, cloneFolderPrefix(jobId)));
+    await writeOwner(workspace);
     const dir = join(workspace, 'repo');
     const { headSha: baseSha } = await cloneRepository({
       url: repositoryUrl(deps.gitBaseUrl, owner, repo),
@@ -190,6 +213,8 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       branch: defaultBranch,
       auth: { token: await getToken(), baseUrl: deps.gitBaseUrl },
       signal,
+    }).catch(async (err: unknown) => {
+      throw (await emptyRepositoryError(deps.octokit, owner, repo, err)) ?? err;
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
 
@@ -201,14 +226,23 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
 
     // 2. The agent, once per attempt, in parallel sandboxes.
     const count = bestOfN(policy);
+    const sandboxSettings = sandboxSettingsOf(policy);
     const stepsDone = new Map<number, number>();
     let reportedStep = 0;
     const runAttempt = async (attempt: number): Promise<Trajectory> => {
-      const model = deps.createModel({ attempt });
+      const model = deps.createModel({
+        attempt,
+        ...(policy.maxTokensPerTurn !== undefined ? { maxCompletionTokens: policy.maxTokensPerTurn } : {}),
+      });
       const attemptLogger = count === 1 ? logger : logger.child({ attempt });
       const prepared = await prepareSandbox({
         sandboxFactory: deps.sandboxFactory,
         sandboxId: count === 1 ? jobId : `${jobId}-a${attempt}`,
+        sandboxSettings: {
+          ...sandboxSettings,
+          // The sandbox lives through the setup command and the whole trajectory.
+          timeLimitMs: policy.maxTimeSec * 1000 + DEFAULT_SETUP_TIMEOUT_MS,
+        },
         tree: () => archiveTrackedFiles(dir, { signal }),
         assertOffline,
         setupCommand: policy.setupCommand,
@@ -298,6 +332,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           jobId,
           sandboxFactory: deps.sandboxFactory,
           assertOffline,
+          sandboxSettings,
           testCommand: policy.testCommand,
           setupCommand: policy.setupCommand,
           testTimeoutMs: deps.testTimeoutMs,
@@ -396,9 +431,17 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
         },
       },
     });
+    const warned = pr.warnings?.length ? { warnings: pr.warnings } : {};
     if (testsFailing)
-      return { kind: 'tests_failing', patch, pullNumber: pr.number, pullUrl: pr.url, summary };
-    return { kind: 'pr_opened', pullNumber: pr.number, pullUrl: pr.url, updated: pr.updated, summary };
+      return { kind: 'tests_failing', patch, pullNumber: pr.number, pullUrl: pr.url, summary, ...warned };
+    return {
+      kind: 'pr_opened',
+      pullNumber: pr.number,
+      pullUrl: pr.url,
+      updated: pr.updated,
+      summary,
+      ...warned,
+    };
   } catch (err) {
     // A job aborted mid-call may fail with whatever the interrupted call threw: it was cancelled.
     const cause =
@@ -695,4 +738,104 @@ async function tokenFromOctokit(octokit: GitHubClient): Promise<string> {
     });
   }
   return result.token;
+}
+
+/**
+ * The sandbox settings an admin set in the policy (image, resources, runtime class). Values still
+ * at their built-in default (`sources[key] === 'default'`) are left out, so that the sandbox
+ * driver's own defaults (the worker's environment: SANDBOX_IMAGE, SANDBOX_RUNTIME_CLASS, driver
+ * sizes) apply to them. Without `sources`, every value given applies.
+ */
+export function sandboxSettingsOf(policy: JobPolicy): SandboxSettings {
+  const sb = policy.sandbox;
+  if (!sb) return {};
+  const set = (key: string): boolean => (policy.sources?.[key] ?? 'policy') !== 'default';
+  const pick = (kind: 'requests' | 'limits'): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(sb.resources[kind]).filter(
+        (e): e is [string, string] => e[1] !== undefined && set(`sandbox.resources.${kind}.${e[0]}`),
+      ),
+    );
+  const requests = pick('requests');
+  const limits = pick('limits');
+  const resources = {
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
+  return {
+    ...(sb.image && set('sandbox.image') ? { image: sb.image } : {}),
+    ...(sb.runtimeClassName && set('sandbox.runtimeClassName')
+      ? { runtimeClassName: sb.runtimeClassName }
+      : {}),
+    ...(Object.keys(resources).length > 0 ? { resources } : {}),
+  };
+}
+
+/**
+ * Remove what earlier runs of this job left when their worker was killed: clones in WORK_DIR
+ * (`<jobId>-XXXXXX`) and the sandbox driver's folders. A job id runs once at a time (the BullMQ
+ * lock), so whatever carries it now is a leftover. Never throws.
+ */
+async function removeLeftovers(jobId: string, deps: RunJobDeps, logger: Logger): Promise<void> {
+  const removed: string[] = [];
+  for (const f of await jobFolders(deps.workDir, 'clone', jobId)) {
+    await rm(f.path, { recursive: true, force: true }).then(
+      () => removed.push(f.path),
+      (err: unknown) =>
+        logger.warn(
+          { err: { message: (err as Error).message }, dir: f.path },
+          'cannot remove a leftover clone',
+        ),
+    );
+  }
+  removed.push(...((await deps.sandboxFactory.removeLeftovers?.(jobId).catch(() => [])) ?? []));
+  if (removed.length > 0)
+    logger.info({ removed }, 'removed the folders of an earlier, killed run of this job');
+}
+
+/**
+ * At worker start: remove the clones in `workDir` and the sandbox driver's folders of jobs that
+ * are not active (`activeJobIds`, the queue's active jobs). Never throws.
+ *
+ * @returns the removed paths.
+ */
+export async function sweepLeftoverFolders(options: {
+  workDir: string;
+  sandboxFactory: SandboxFactory;
+  activeJobIds: readonly string[];
+}): Promise<string[]> {
+  const removed: string[] = [];
+  const clones = (await jobFolders(options.workDir, 'clone')).filter(
+    (f) => !options.activeJobIds.some((id) => f.name.startsWith(cloneFolderPrefix(id))),
+  );
+  for (const f of clones) {
+    await rm(f.path, { recursive: true, force: true }).then(
+      () => removed.push(f.path),
+      () => undefined,
+    );
+  }
+  removed.push(
+    ...((await options.sandboxFactory.sweepLeftovers?.(options.activeJobIds).catch(() => [])) ?? []),
+  );
+  return removed;
+}
+
+/**
+ * When the clone found no default branch: is the repository empty (no branch at all)? Then the
+ * error says so instead of pointing at permissions; otherwise `null` (the clone's error stands).
+ */
+async function emptyRepositoryError(
+  octokit: GitHubClient,
+  owner: string,
+  repo: string,
+  err: unknown,
+): Promise<AppError | null> {
+  if (!isAppError(err, 'GITHUB_API_ERROR') || err.retryable) return null;
+  const branches = await octokit.rest.repos.listBranches({ owner, repo, per_page: 1 }).catch(() => null);
+  if (!branches || branches.data.length > 0) return null;
+  return new AppError(
+    'POLICY_REFUSED',
+    `the repository has no commits yet: ${owner}/${repo} has no branch to work on. Push a first commit ` +
+      '(with the code the issue is about), then label the issue again.',
+  );
 }

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
-import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { clearTestReports, collectTestReport, planTestReport } from './checks/test-report-capture.js';
 import type { TestCaseResult, TestReportFormat } from './checks/test-results.js';
 import { detectTestCommand } from './detect-test-command.js';
@@ -49,6 +49,8 @@ export interface RunTestsOptions {
   sandboxFactory: SandboxFactory;
   /** Id for the sandbox (e.g. `<job id>-tests-head`). */
   sandboxId: string;
+  /** The policy's sandbox settings (image, resources, runtime class); its time limit is set here. */
+  sandboxSettings?: SandboxSettings;
   /** Makes the tar stream of the tree to test (called once). */
   tree: () => Readable;
   /**
@@ -84,7 +86,11 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
   const { signal, logger } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS;
   const started = Date.now();
-  const sandbox = await options.sandboxFactory.create({ jobId: options.sandboxId });
+  const sandbox = await options.sandboxFactory.create({
+    jobId: options.sandboxId,
+    // The sandbox lives through the setup command and the tests, each bounded by `timeoutMs`.
+    settings: { ...options.sandboxSettings, timeLimitMs: 2 * timeoutMs },
+  });
   try {
     await options.assertOffline(sandbox);
     throwIfCancelled(signal);

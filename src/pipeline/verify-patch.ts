@@ -2,7 +2,7 @@ import { applyPatch, resetToHead, stagedDiffStat, type FileChange } from '../git
 import { archiveTrackedFiles } from '../git/archive-tracked-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { TrajectoryStore } from '../observability/trajectory-store.js';
-import type { Sandbox, SandboxFactory } from '../sandbox/sandbox.js';
+import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { checkPatch } from './checks/check-patch.js';
 import type { PatchLimits } from './checks/patch-limits.js';
 import { compareTestRuns, type TestComparison, type TestRunResult } from './checks/test-results.js';
@@ -27,6 +27,8 @@ export interface VerifyPatchOptions {
   sandboxFactory: SandboxFactory;
   /** The egress probe run in each test sandbox before the tree is copied in (see `runTests`). */
   assertOffline: (sandbox: Sandbox) => Promise<void>;
+  /** The policy's sandbox settings, given to every test sandbox (base and head). */
+  sandboxSettings?: SandboxSettings;
   /** Test command from the configuration; `null` = detect. */
   testCommand: string | null;
   setupCommand: string | null;
@@ -125,6 +127,7 @@ export async function verifyPatch(options: VerifyPatchOptions): Promise<RefusedP
       sandboxFactory: options.sandboxFactory,
       sandboxId: `${options.jobId}-${sandboxName}`,
       assertOffline: options.assertOffline,
+      sandboxSettings: options.sandboxSettings,
       tree: () => archiveTrackedFiles(dir, { signal }),
       testCommand: options.testCommand,
       setupCommand: options.setupCommand,

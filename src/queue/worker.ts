@@ -242,6 +242,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
         // on a live worker. (A run that finished anyway keeps its outcome.)
         log.info('job interrupted by shutdown; back to the queue');
         await job.moveToWait(token);
+        await show({ phase: 'queued', position: null, again: 'The worker running this job was shut down' });
         throw new WaitingError();
       }
       if (outcome.kind === 'cancelled' && cancelRequest !== null) {

@@ -136,6 +136,17 @@ export interface SandboxFactory {
    * message, e.g. "install the Debian package bubblewrap") when the driver cannot start one.
    */
   create(options: CreateSandboxOptions): Promise<Sandbox>;
+  /**
+   * Remove what earlier, killed runs of `jobId` left on this host (local driver: its sandbox
+   * folders, also those of `<jobId>-…` sandboxes). Only for a job that is not running elsewhere.
+   * Resolves with the removed paths; never throws. Absent: the driver leaves nothing on the host.
+   */
+  removeLeftovers?(jobId: string): Promise<string[]>;
+  /**
+   * At worker start: remove what killed jobs left on this host, keeping the folders of
+   * `activeJobIds` (and of their derived sandboxes). Resolves with the removed paths; never throws.
+   */
+  sweepLeftovers?(activeJobIds: readonly string[]): Promise<string[]>;
 }
 
 /** Options of {@link SandboxFactory.create}. */
@@ -151,6 +162,36 @@ export interface CreateSandboxOptions {
   hostWorkdir?: string;
   /** Limits; absent fields use the driver's defaults. */
   limits?: SandboxLimits;
+  /**
+   * The job's sandbox settings from the admin policy (image, resources, runtime class, time limit);
+   * absent fields use the driver's defaults (the worker's environment).
+   */
+  settings?: SandboxSettings;
+}
+
+/** Kubernetes resource quantities by resource name (`cpu: '500m'`, `memory: '4Gi'`). */
+export type SandboxQuantities = { cpu?: string; memory?: string; 'ephemeral-storage'?: string };
+
+/**
+ * Per-job sandbox settings, resolved from the admin policy (`EffectivePolicy.sandbox`, DESIGN.md
+ * "Configuration"). Every sandbox of a job (agent, base tests, head tests) gets the same ones.
+ *
+ * - Kubernetes: `image` and `runtimeClassName` go to the pod as they are; `resources` become the
+ *   container's requests and limits (quantity strings as given; a request not given equals the
+ *   limit); `timeLimitMs` plus the driver's margin becomes `activeDeadlineSeconds`.
+ * - Local (bubblewrap): `resources.limits.memory` becomes the per-process `RLIMIT_AS` and
+ *   `resources.limits.ephemeral-storage` the size of the private `/tmp`; the image, the runtime class
+ *   and the CPU limit cannot apply to host processes and are named in a warning log.
+ */
+export interface SandboxSettings {
+  /** Container image of the sandbox; absent = the driver's default (SANDBOX_IMAGE). */
+  image?: string;
+  /** Requests and limits, Kubernetes quantity strings. */
+  resources?: { requests?: SandboxQuantities; limits?: SandboxQuantities };
+  /** RuntimeClass of the pod (e.g. `gvisor`); absent = the driver's default (SANDBOX_RUNTIME_CLASS). */
+  runtimeClassName?: string;
+  /** How long the sandbox may live, in milliseconds (the job's time limit for what runs in it). */
+  timeLimitMs?: number;
 }
 
 /** Resource limits of a sandbox. Units are in the field names. */

@@ -158,6 +158,8 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
     const review = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'alice' });
     const reviewed = await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review);
     expect(reviewed.status).toBe(200);
+    // Answered once recorded; the check run is updated by the intake step.
+    await serve.intake.idle();
     expect(check()).toMatchObject({ conclusion: 'success' });
     expect(check()?.output.title).toBe('Approved by @alice');
 

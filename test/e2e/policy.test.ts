@@ -27,7 +27,8 @@ import { waitFor } from '../integration/queue/redis-helper.js';
 
 const OWNER = 'octo-org';
 
-const POLICY = 'defaults:\n  maxTimeSec: 600\nrules:\n  - match: octo-org/*\n    maxSteps: 3\n';
+const POLICY =
+  'defaults:\n  maxTimeSec: 600\nrules:\n  - match: octo-org/*\n    maxSteps: 3\n    maxTokensPerTurn: 777\n';
 const SPECIAL_COMMAND = 'python3 -m pytest -q tests/test_special.py';
 /**
  * `tests/test_other.py` fails whatever the change: a run of the detected command (`python3 -m
@@ -119,6 +120,10 @@ describe('e2e: admin policy and repository configuration', () => {
 
     // (b) The loop stopped at the cap of the admin rule: exactly 3 model requests.
     expect(model.requests.filter((r) => repoOf(r) === 'special')).toHaveLength(3);
+    // The rule's maxTokensPerTurn is each request's max_completion_tokens (issue 12 item 2).
+    expect(
+      model.requests.filter((r) => repoOf(r) === 'special').map((r) => r.body.max_completion_tokens),
+    ).toEqual([777, 777, 777]);
     expect(body).toContain('opened draft pull request #');
     expect(body).toContain('The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).');
     expect(body).toContain('steps: 3 of 3');

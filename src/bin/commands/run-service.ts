@@ -35,8 +35,15 @@ export async function runService(
   }
   const env = loadEnv();
   const logger = createLogger({ level: env.logLevel });
-  const service = await start(env, logger);
-  const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
+  // Listened for from the start: a SIGTERM while start-up waits (Redis unreachable) still stops it.
+  const signalled = waitForSignal(['SIGTERM', 'SIGINT']);
+  const service = await Promise.race([start(env, logger), signalled.then(() => null)]);
+  if (service === null) {
+    logger.info({ signal: await signalled }, 'stopping during start-up');
+    exitSoon(0);
+    return 0;
+  }
+  const signal = await signalled;
   logger.info({ signal }, stopping);
   await service.close();
   exitSoon(0);

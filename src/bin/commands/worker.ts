@@ -15,7 +15,7 @@ import type { ChatModel } from '../../llm/chat-model.js';
 import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createMetrics, type Metrics } from '../../observability/metrics.js';
-import type { JobPolicy } from '../../pipeline/run-job.js';
+import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
@@ -47,7 +47,7 @@ export interface StartWorkerOptions {
   /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
   sandboxFactory?: SandboxFactory;
   /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
-  createModel?: (context: { attempt: number }) => ChatModel;
+  createModel?: (context: ModelContext) => ChatModel;
   /** Admin policy store; default: from POLICY_FILE (watched), else built-in defaults. */
   policyStore?: PolicyStore;
   /**
@@ -89,89 +89,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const policyStore =
     options.policyStore ??
     (env.policyFile ? createPolicyStore({ path: env.policyFile, logger }) : createStaticPolicyStore());
-  const redis = createRedisConnection(env.redisUrl, 'worker', { logger, name: 'frognano-worker' });
-  const subscriber = createRedisConnection(env.redisUrl, 'subscriber', {
-    logger,
-    name: 'frognano-worker-cancel',
-  });
-  const connections: Redis[] = [redis, subscriber];
-  const clients = createInstallationClients({ ...env, logger, throttle: options.throttle });
-  const probot = createProbotApp({ ...env, logger, throttle: false });
-  const botLogin = resolveBotLogin(probot, logger);
-  await botLogin.refresh(5_000);
-
-  const effective = (repo: string) => resolveEffectivePolicy({ policy: policyStore.current(), repo });
-  const limiter = createConcurrencyLimiter({
-    redis,
-    keyPrefix: `${env.queuePrefix}:{concurrency}`,
-    globalLimit: env.maxConcurrentJobs,
-    leaseMs: 60_000,
-  });
-
-  // Things started alongside the sandbox driver (the Kubernetes janitor) that close() must stop.
-  const stoppers: Array<() => Promise<void>> = [];
-  let jobWorker: JobWorker;
-  try {
-    const run =
-      options.run ??
-      createPipelineRunner({
-        env,
-        logger,
-        options,
-        policyStore,
-        botLogin: () => botLogin.get(),
-        sandboxFactory: options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers)),
-      });
-    jobWorker = await createJobWorker({
-      redis,
-      subscriber,
-      prefix: env.queuePrefix,
-      queueName: env.queueName,
-      concurrency: env.workerConcurrency,
-      lockDurationMs: env.jobLockDurationMs,
-      stalledIntervalMs: env.stalledIntervalMs,
-      maxStalledCount: env.maxStalledCount,
-      cancelPollMs: env.cancelPollMs,
-      shutdownTimeoutMs: env.shutdownTimeoutMs,
-      getOctokit: (id) => clients.get(id),
-      run,
-      botLogin: () => botLogin.get(),
-      concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
-      progressIntervalMs: options.progressIntervalMs,
-      logger,
-      metrics,
-    });
-  } catch (err) {
-    for (const stop of stoppers) await stop();
-    for (const c of connections) await closeRedis(c);
-    policyStore.close();
-    throw err;
-  }
-  // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
-
-  // Trajectories and test logs older than the retention are removed now and every few hours.
-  const trajectories = createTrajectoryStore({
-    dir: env.trajectoryDir,
-    retentionDays: env.trajectoryRetentionDays,
-    logger,
-  });
-  const sweepTrajectories = (): void => {
-    trajectories
-      .sweep()
-      .then((removed) => {
-        if (removed > 0) logger.info({ removed }, 'removed job folders older than the trajectory retention');
-      })
-      .catch((err: unknown) => logger.warn({ err }, 'trajectory sweep failed'));
-  };
-  sweepTrajectories();
-  const sweepTimer = setInterval(sweepTrajectories, TRAJECTORY_SWEEP_INTERVAL_MS);
-  sweepTimer.unref();
-
+  // What start-up waits for right now (`/readyz` says it); null once started.
+  let startingStep: string | null = 'start-up';
+  let jobWorker: JobWorker | undefined;
   let closing = false;
   const port = options.port === undefined ? env.workerPort : options.port;
   let http: Server | null = null;
   let url: string | null = null;
   if (port !== null && !(options.port === undefined && env.workerPort === 0)) {
+    // Opened first, before Redis or GitHub answer (issue 12 item 7).
     http = createServer((req, res) => {
       void (async () => {
         const path = (req.url ?? '/').split('?')[0];
@@ -179,9 +105,15 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
           res.writeHead(closing ? 503 : 200, { 'content-type': 'application/json' }).end(
             JSON.stringify({
               status: closing ? 'stopping' : 'ok',
-              activeJobs: jobWorker.activeJobIds().length,
+              ...(startingStep ? { starting: `waiting for ${startingStep}` } : {}),
+              activeJobs: jobWorker?.activeJobIds().length ?? 0,
             }),
           );
+        } else if (req.method === 'GET' && path === '/readyz' && startingStep) {
+          // Not ready yet, and saying for what: a liveness probe on /healthz keeps the process alive.
+          res
+            .writeHead(503, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ ready: false, starting: true, waitingFor: startingStep }));
         } else if (req.method === 'GET' && path === '/readyz') {
           const report = await checkReadiness({
             redis,
@@ -211,6 +143,99 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     });
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
+  const closeHttp = async (): Promise<void> => {
+    if (!http) return;
+    const server = http;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  };
+  const redis = createRedisConnection(env.redisUrl, 'worker', { logger, name: 'frognano-worker' });
+  const subscriber = createRedisConnection(env.redisUrl, 'subscriber', {
+    logger,
+    name: 'frognano-worker-cancel',
+  });
+  const connections: Redis[] = [redis, subscriber];
+  const clients = createInstallationClients({ ...env, logger, throttle: options.throttle });
+  const probot = createProbotApp({ ...env, logger, throttle: false });
+  const botLogin = resolveBotLogin(probot, logger);
+  startingStep = "the app's login from GitHub (GET /app)";
+  await botLogin.refresh(5_000);
+  startingStep = 'Redis (the job queue)';
+
+  const effective = (repo: string) => resolveEffectivePolicy({ policy: policyStore.current(), repo });
+  const limiter = createConcurrencyLimiter({
+    redis,
+    keyPrefix: `${env.queuePrefix}:{concurrency}`,
+    globalLimit: env.maxConcurrentJobs,
+    leaseMs: 60_000,
+  });
+
+  // Things started alongside the sandbox driver (the Kubernetes janitor) that close() must stop.
+  const stoppers: Array<() => Promise<void>> = [];
+  let sandboxFactory: SandboxFactory | undefined;
+  try {
+    sandboxFactory = options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers));
+    const run =
+      options.run ??
+      createPipelineRunner({
+        env,
+        logger,
+        options,
+        policyStore,
+        botLogin: () => botLogin.get(),
+        sandboxFactory,
+      });
+    jobWorker = await createJobWorker({
+      redis,
+      subscriber,
+      prefix: env.queuePrefix,
+      queueName: env.queueName,
+      concurrency: env.workerConcurrency,
+      lockDurationMs: env.jobLockDurationMs,
+      stalledIntervalMs: env.stalledIntervalMs,
+      maxStalledCount: env.maxStalledCount,
+      cancelPollMs: env.cancelPollMs,
+      shutdownTimeoutMs: env.shutdownTimeoutMs,
+      getOctokit: (id) => clients.get(id),
+      run,
+      botLogin: () => botLogin.get(),
+      concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
+      progressIntervalMs: options.progressIntervalMs,
+      logger,
+      metrics,
+    });
+  } catch (err) {
+    for (const stop of stoppers) await stop();
+    for (const c of connections) await closeRedis(c);
+    policyStore.close();
+    await closeHttp();
+    throw err;
+  }
+  const started = jobWorker;
+  void removeKilledJobsFolders(env, redis, sandboxFactory, logger);
+  // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
+
+  // Trajectories and test logs older than the retention are removed now and every few hours.
+  const trajectories = createTrajectoryStore({
+    dir: env.trajectoryDir,
+    retentionDays: env.trajectoryRetentionDays,
+    logger,
+  });
+  const sweepTrajectories = (): void => {
+    trajectories
+      .sweep()
+      .then((removed) => {
+        if (removed > 0) logger.info({ removed }, 'removed job folders older than the trajectory retention');
+      })
+      .catch((err: unknown) => logger.warn({ err }, 'trajectory sweep failed'));
+  };
+  sweepTrajectories();
+  const sweepTimer = setInterval(sweepTrajectories, TRAJECTORY_SWEEP_INTERVAL_MS);
+  sweepTimer.unref();
+
+  startingStep = null;
   logger.info(
     { concurrency: env.workerConcurrency, url, sandboxDriver: env.sandboxDriver },
     'worker started',
@@ -218,24 +243,18 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   let closed: Promise<void> | null = null;
   return {
-    jobWorker,
+    jobWorker: started,
     metrics,
     url,
     close() {
       closed ??= (async () => {
         closing = true;
         clearInterval(sweepTimer);
-        await jobWorker.close();
+        await started.close();
         for (const stop of stoppers) await stop();
         for (const c of connections) await closeRedis(c);
         policyStore.close();
-        if (http) {
-          const server = http;
-          await new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          });
-        }
+        await closeHttp();
         logger.info('worker stopped');
       })();
       return closed;
@@ -269,6 +288,38 @@ function loadPipeline(): NonNullable<typeof pipelineModules> {
 }
 
 /**
+ * At start: the clones and sandbox folders of jobs that are not active (a worker killed mid-job
+ * leaves them). Active jobs keep theirs: a re-run of a job removes its own leftovers first.
+ */
+async function removeKilledJobsFolders(
+  env: AppEnv,
+  redis: Redis,
+  sandboxFactory: SandboxFactory,
+  logger: Logger,
+): Promise<void> {
+  const { Queue } = await import('bullmq');
+  const queue = new Queue(env.queueName, { connection: redis, prefix: env.queuePrefix });
+  try {
+    const active = (await queue.getJobs(['active'])).flatMap((j) => (j.id ? [j.id] : []));
+    // Imported here, not at the top: the pipeline is loaded with the first job (loadPipeline).
+    const { sweepLeftoverFolders } = await import('../../pipeline/run-job.js');
+    const removed = await sweepLeftoverFolders({
+      workDir: env.workDir,
+      sandboxFactory,
+      activeJobIds: active,
+    });
+    if (removed.length > 0) logger.info({ removed }, 'removed the folders of killed jobs');
+  } catch (err) {
+    logger.warn(
+      { err: { message: (err as Error).message } },
+      'could not look for the folders of killed jobs',
+    );
+  } finally {
+    await queue.close().catch(() => undefined);
+  }
+}
+
+/**
  * The production job runner: the pipeline's `runJob` with dependencies built from the environment.
  * Dependencies that hold no per-job state (sandbox factory, model client factory) are made once.
  */
@@ -289,11 +340,12 @@ function createPipelineRunner(input: {
     const { runJob, publishPullRequest, createSglangClient, noreplyEmail } = await loadPipeline();
     const createModel =
       options.createModel ??
-      (() =>
+      ((context: ModelContext) =>
         createSglangClient({
           baseURL: env.modelUrl,
           model: env.modelName,
           apiKey: env.modelApiKey ?? undefined,
+          maxCompletionTokens: context.maxCompletionTokens,
           logger,
         }));
     const login = input.botLogin() ?? 'frognano[bot]';

@@ -39,6 +39,7 @@ import {
   WRITE_FILE_SCRIPT,
 } from './pod-scripts.js';
 import { apiErrorInfo, classifyPodStartup, isNotFound, podDeath, type PodDeath } from './pod-status.js';
+import { parseQuantity, quantityMiB } from '../quantity.js';
 import {
   buildSandboxNetworkPolicy,
   buildSandboxPod,
@@ -92,7 +93,10 @@ export interface KubernetesSandboxFactoryOptions {
   imagePullSecret?: string;
   /** ServiceAccount of sandbox pods (its token is never mounted). Default: the namespace's default. */
   serviceAccountName?: string;
-  /** The job's time limit, ms: `activeDeadlineSeconds` is this plus `deadlineMarginMs`. Default 2 h. */
+  /**
+   * The time limit of a sandbox whose `create` gives no `settings.timeLimitMs`, ms:
+   * `activeDeadlineSeconds` is the time limit plus `deadlineMarginMs`. Default 2 h.
+   */
   jobTimeLimitMs?: number;
   /** Margin added to the time limit for the pod deadline and the janitor, ms. Default 10 min. */
   deadlineMarginMs?: number;
@@ -232,21 +236,30 @@ export function createKubernetesSandboxFactory(options: KubernetesSandboxFactory
         throw new AppError('SANDBOX_UNAVAILABLE', 'hostWorkdir is not supported by the kubernetes driver');
       }
       const limits = createOptions.limits ?? {};
-      const timeLimitMs = options.jobTimeLimitMs ?? d.jobTimeLimitMs;
+      const settings = createOptions.settings ?? {};
+      const timeLimitMs = settings.timeLimitMs ?? options.jobTimeLimitMs ?? d.jobTimeLimitMs;
       const marginMs = options.deadlineMarginMs ?? d.deadlineMarginMs;
+      const tmpMiB = options.tmpMiB ?? d.tmpMiB;
+      const policyLimits = settings.resources?.limits ?? {};
       const objectOptions: SandboxObjectOptions = {
         name: sandboxName(createOptions.jobId, randomBytes(4).toString('hex')),
         namespace: options.namespace,
         jobId: createOptions.jobId,
-        image: options.image,
+        image: settings.image ?? options.image,
         imagePullPolicy: options.imagePullPolicy,
-        cpuCores: options.cpuCores ?? d.cpuCores,
-        memoryMiB: limits.memoryMiB ?? options.memoryMiB ?? d.memoryMiB,
-        workspaceMiB: limits.diskMiB ?? options.workspaceMiB ?? d.workspaceMiB,
-        tmpMiB: options.tmpMiB ?? d.tmpMiB,
+        cpuCores: policyLimits.cpu ? parseQuantity(policyLimits.cpu) : (options.cpuCores ?? d.cpuCores),
+        memoryMiB: policyLimits.memory
+          ? quantityMiB(policyLimits.memory)
+          : (limits.memoryMiB ?? options.memoryMiB ?? d.memoryMiB),
+        // The policy's ephemeral-storage limit covers the workspace, /tmp and 256 MiB of logs.
+        workspaceMiB: policyLimits['ephemeral-storage']
+          ? Math.max(256, quantityMiB(policyLimits['ephemeral-storage']) - tmpMiB - 256)
+          : (limits.diskMiB ?? options.workspaceMiB ?? d.workspaceMiB),
+        tmpMiB,
+        ...(settings.resources ? { resources: settings.resources } : {}),
         activeDeadlineSeconds: Math.ceil((timeLimitMs + marginMs) / 1000),
         deadline: new Date(Date.now() + timeLimitMs + 2 * marginMs),
-        runtimeClassName: options.runtimeClassName,
+        runtimeClassName: settings.runtimeClassName ?? options.runtimeClassName,
         nodeSelector: options.nodeSelector,
         tolerations: options.tolerations,
         imagePullSecret: options.imagePullSecret,

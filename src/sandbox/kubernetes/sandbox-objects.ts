@@ -66,6 +66,12 @@ export interface SandboxObjectOptions {
   cpuCores: number;
   /** Memory request = limit, MiB. */
   memoryMiB: number;
+  /**
+   * Requests and limits from the admin policy, quantity strings used as they are; they replace the
+   * ones computed from `cpuCores`, `memoryMiB` and the emptyDir sizes key by key. A request not
+   * given equals its limit.
+   */
+  resources?: { requests?: Record<string, string | undefined>; limits?: Record<string, string | undefined> };
   /** Size limit of the `/workspace` emptyDir, MiB. */
   workspaceMiB: number;
   /** Size limit of the `/tmp` emptyDir, MiB. */
@@ -172,22 +178,29 @@ export function cpuQuantity(cores: number): string {
   return Number.isInteger(cores) ? String(cores) : `${Math.max(1, Math.round(cores * 1000))}m`;
 }
 
+function definedOnly(q: Record<string, string | undefined> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(q ?? {}).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 /**
  * The sandbox Pod of `attempt`: one container running {@link IDLE_COMMAND}, commands arrive by
  * exec. Hardened as DESIGN.md "Security model" says: non-root uid 1000, no privilege escalation,
  * all capabilities dropped, read-only root filesystem, seccomp `RuntimeDefault`, no service-account
- * token, no service links, no environment from secrets, requests = limits (Guaranteed QoS),
+ * token, no service links, no environment from secrets, requests = limits (Guaranteed QoS) unless
+ * the policy's `resources` say otherwise,
  * `restartPolicy: Never` and `activeDeadlineSeconds`. `/workspace` and `/tmp` are size-limited
  * emptyDirs; the pod's ephemeral-storage limit covers both plus 256 MiB for the container's logs
  * and writable layer.
  */
 export function buildSandboxPod(options: SandboxObjectOptions, attempt = 0): V1Pod {
   const ephemeralMiB = options.workspaceMiB + options.tmpMiB + 256;
-  const quantities = {
+  const computed: Record<string, string> = {
     cpu: cpuQuantity(options.cpuCores),
     memory: `${Math.ceil(options.memoryMiB)}Mi`,
     'ephemeral-storage': `${Math.ceil(ephemeralMiB)}Mi`,
   };
+  const limits = { ...computed, ...definedOnly(options.resources?.limits) };
+  const requests = { ...limits, ...definedOnly(options.resources?.requests) };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -233,7 +246,7 @@ export function buildSandboxPod(options: SandboxObjectOptions, attempt = 0): V1P
             { name: 'LANG', value: 'C.UTF-8' },
             { name: 'PATH', value: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
           ],
-          resources: { requests: { ...quantities }, limits: { ...quantities } },
+          resources: { requests, limits },
           securityContext: {
             runAsNonRoot: true,
             runAsUser: SANDBOX_UID,

@@ -28,6 +28,7 @@ import {
   type Sandbox,
   type SandboxFactory,
   type SandboxLimits,
+  type SandboxSettings,
 } from '../sandbox.js';
 import type { PathPattern } from '../path-pattern.js';
 import { AgentConnection, AgentRequestError, type ReplyLimits } from './agent-connection.js';
@@ -42,6 +43,8 @@ import {
 } from './bwrap-args.js';
 import { createSandboxCgroup, sweepStaleSandboxCgroups, type SandboxCgroup } from './sandbox-cgroup.js';
 import { createWorkspaceDisk, sweepStaleWorkspaceDisks, type WorkspaceDisk } from './workspace-disk.js';
+import { quantityMiB } from '../quantity.js';
+import { isSandboxFolderOf, jobFolders, sandboxFolderPrefix, writeOwner } from './leftover-folders.js';
 
 /**
  * Limits used when neither the factory's `defaultLimits` nor `create()` set them. What each one
@@ -191,6 +194,8 @@ export interface LocalSandbox extends Sandbox {
 /** The factory of the local driver; its sandboxes are {@link LocalSandbox}es. */
 export interface LocalSandboxFactory extends SandboxFactory {
   create(options: CreateSandboxOptions): Promise<LocalSandbox>;
+  removeLeftovers(jobId: string): Promise<string[]>;
+  sweepLeftovers(activeJobIds: readonly string[]): Promise<string[]>;
 }
 
 /** The in-sandbox agent script, shipped next to this module (copied to dist/ by the build). */
@@ -275,7 +280,9 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         ...DEFAULT_LOCAL_LIMITS,
         ...stripUndefined(options.defaultLimits),
         ...stripUndefined(createOptions.limits),
+        ...limitsFromSettings(createOptions.settings),
       };
+      warnUnenforced(createOptions.settings, logger);
       return LocalSandboxImpl.start({
         bwrapPath,
         layout: await layout,
@@ -293,6 +300,18 @@ export function createLocalSandboxFactory(options: LocalSandboxFactoryOptions = 
         exposeChannel: options.exposeChannelForTests === true,
         logger: logger.child({ sandbox: 'local', jobId: createOptions.jobId }),
       });
+    },
+    async removeLeftovers(jobId) {
+      const found = await jobFolders(options.workRoot ?? os.tmpdir(), 'sandbox', jobId);
+      for (const f of found) await removeTree(f.path, logger);
+      return found.map((f) => f.path);
+    },
+    async sweepLeftovers(activeJobIds) {
+      const found = (await jobFolders(options.workRoot ?? os.tmpdir(), 'sandbox')).filter(
+        (f) => !activeJobIds.some((id) => isSandboxFolderOf(f.name, id)),
+      );
+      for (const f of found) await removeTree(f.path, logger);
+      return found.map((f) => f.path);
     },
   };
 }
@@ -324,6 +343,32 @@ export function describeUnenforced(enforced: LocalEnforcement): string[] {
       'an unprivileged host uid for the sandbox: the worker runs as root and setpriv (Debian package util-linux) is missing',
     );
   return lines;
+}
+
+/**
+ * The limits this driver can take from the policy's sandbox settings: `limits.memory` →
+ * `memoryMiB` (RLIMIT_AS), `limits.ephemeral-storage` → `diskMiB` (the private /tmp).
+ */
+function limitsFromSettings(settings: SandboxSettings | undefined): Partial<SandboxLimits> {
+  const limits = settings?.resources?.limits ?? {};
+  return {
+    ...(limits.memory ? { memoryMiB: quantityMiB(limits.memory) } : {}),
+    ...(limits['ephemeral-storage'] ? { diskMiB: quantityMiB(limits['ephemeral-storage']) } : {}),
+  };
+}
+
+/** Settings a bubblewrap sandbox cannot apply are logged, never dropped silently. */
+function warnUnenforced(settings: SandboxSettings | undefined, logger: Logger): void {
+  const ignored = [
+    ...(settings?.image ? [`image ${settings.image}`] : []),
+    ...(settings?.runtimeClassName ? [`runtimeClassName ${settings.runtimeClassName}`] : []),
+  ];
+  if (ignored.length > 0) {
+    logger.warn(
+      { ignored },
+      'the local sandbox driver runs host tools: these sandbox settings of the policy do not apply to it',
+    );
+  }
 }
 
 function stripUndefined<T extends object>(o: T | undefined): Partial<T> {
@@ -613,7 +658,6 @@ class LocalSandboxImpl implements LocalSandbox {
   }
 
   static async start(p: StartParams): Promise<LocalSandboxImpl> {
-    const safeJob = p.jobId.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64) || 'job';
     let hostWorkdir: string | undefined;
     let workdir: string | undefined;
     if (p.hostWorkdir !== undefined) {
@@ -635,9 +679,10 @@ class LocalSandboxImpl implements LocalSandbox {
     }
     await mkdir(p.workRoot, { recursive: true, mode: 0o700 });
     // mkdtemp makes the directory 0700: nothing of the workspace is reachable for other host users.
-    const privateDir = await mkdtemp(path.join(p.workRoot, `frognano-${safeJob}-`));
+    const privateDir = await mkdtemp(path.join(p.workRoot, sandboxFolderPrefix(p.jobId)));
     const cleanupOnFailure: (() => Promise<void>)[] = [() => removeTree(privateDir, p.logger)];
     try {
+      await writeOwner(privateDir);
       const isolation = await isolate(p, privateDir, cleanupOnFailure);
       const { uid, cgroup, disk, enforced, processLimit, setpriv } = isolation;
       hostWorkdir ??= isolation.workspace;

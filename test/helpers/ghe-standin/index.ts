@@ -348,6 +348,9 @@ export interface GheStandin {
     options?: { body?: unknown; headers?: Record<string, string> },
   ): void;
 
+  /** Drop every `failNext` rule still pending (e.g. to end an outage made with `times: Infinity`). */
+  clearFaults(): void;
+
   /** Stop the server, drop open connections and delete the repositories. Idempotent. */
   close(): Promise<void>;
 }
@@ -741,6 +744,10 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
         body: failOptions.body,
         headers: failOptions.headers,
       });
+    },
+
+    clearFaults() {
+      fullCtx.faults.length = 0;
     },
 
     async close() {

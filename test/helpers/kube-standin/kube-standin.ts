@@ -92,6 +92,8 @@ export interface KubeStandin {
   nextExec(includes: string, timeoutMs?: number): Promise<StandinExec>;
   /** Requests received, `METHOD path` (for assertions). */
   requests: string[];
+  /** Every pod accepted by a create, as stored (kept after the pod is deleted), oldest first. */
+  createdPods: Loose[];
   close(): Promise<void>;
 }
 
@@ -128,6 +130,7 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
   const denied = new Set(options.denied ?? []);
   const root = await mkdtemp(path.join(tmpdir(), 'kube-standin-'));
   const pods = new Map<string, PodEntry>();
+  const createdPods: Loose[] = [];
   const policies = new Map<string, Json>();
   const faults: KubeStandinFaults = {
     imagePull: false,
@@ -427,6 +430,7 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
       };
       const entry: PodEntry = { pod, runtime: null, hostDir: path.join(root, ns, podName), pullPolls: 0 };
       pods.set(key(ns, podName), entry);
+      createdPods.push(pod);
       const image = String(pod.spec?.containers?.[0]?.image ?? '');
       if (!faults.unschedulable && !(faults.imagePull === true || faults.imagePull === image)) {
         const start = (): void => void startRuntime(ns, entry);
@@ -720,6 +724,7 @@ export async function startKubeStandin(options: KubeStandinOptions = {}): Promis
     faults,
     denied,
     requests,
+    createdPods,
     kubeConfig(o = {}) {
       const kc = new KubeConfig();
       kc.loadFromOptions({

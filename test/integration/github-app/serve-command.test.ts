@@ -118,4 +118,36 @@ describe('frognano-bot serve / worker', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
   });
+
+  it('worker opens /healthz while Redis is unreachable, and /readyz says what it waits for (issue 12 item 7)', async () => {
+    const workerPort = await closedPort();
+    const { child, out, exited } = run(['worker'], {
+      ...baseEnv(await closedPort()),
+      REDIS_URL: `redis://127.0.0.1:${await closedPort()}`,
+      WORKER_PORT: String(workerPort),
+    });
+    const base = `http://127.0.0.1:${workerPort}`;
+    await waitFor(
+      async () => (await fetch(`${base}/healthz`).catch(() => null))?.ok,
+      `worker /healthz on ${base} with Redis down (${out.stderr})`,
+      20_000,
+    );
+    // Start-up goes on (the app's login, then Redis); /readyz names the step it is at.
+    const seen: string[] = [];
+    await waitFor(
+      async () => {
+        const ready = await fetch(`${base}/readyz`);
+        const body = (await ready.json()) as { ready: boolean; waitingFor?: string };
+        expect(ready.status).toBe(503);
+        expect(body.ready).toBe(false);
+        seen.push(body.waitingFor ?? '');
+        return body.waitingFor?.includes('Redis');
+      },
+      'readyz waiting for Redis',
+      15_000,
+    );
+    expect(seen.every((s) => s.length > 0)).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
 });

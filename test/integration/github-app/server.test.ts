@@ -1,3 +1,5 @@
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { sign } from '@octokit/webhooks-methods';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AppEnv } from '../../../src/config/env.js';
 import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
@@ -67,6 +69,13 @@ afterEach(async () => {
   expect(ghe.state.unhandled).toEqual([]);
 });
 
+/** Send a signed delivery and wait until its queued GitHub side (the intake step) has run. */
+async function send(...args: Parameters<GheStandin['sendWebhook']> extends [string, ...infer R] ? R : never) {
+  const res = await ghe.sendWebhook(server.webhookUrl, ...args);
+  await server.intake.idle();
+  return res;
+}
+
 function newIssue(title = 'add() returns the wrong sum'): number {
   return ghe.createIssue(OWNER, REPO, { title, body: 'add(2, 2) gives 5', user: 'alice' }).number;
 }
@@ -75,7 +84,7 @@ describe('serve: webhook route', () => {
   it('refuses a bad signature with 401 and queues nothing', async () => {
     const n = newIssue();
     const payload = fixture.labeled(n, 'alice');
-    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { secret: 'not-the-secret' });
+    const res = await send('issues', payload, { secret: 'not-the-secret' });
     expect(res.status).toBe(401);
     expect(total(await jobCounts())).toBe(0);
     expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
@@ -93,7 +102,7 @@ describe('serve: webhook route', () => {
   it('queues a job for a writer: status comment "queued (position 1)", 👀, job data validated', async () => {
     const n = newIssue();
     const payload = fixture.labeled(n, 'alice');
-    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'd-1111' });
+    const res = await send('issues', payload, { deliveryId: 'd-1111' });
     expect(res.status).toBe(200);
 
     const jobs = await server.jobs.queue.getJobs(['waiting']);
@@ -124,7 +133,7 @@ describe('serve: webhook route', () => {
     for (const sender of ['rita', 'trish', 'stranger']) {
       const n = newIssue();
       const payload = fixture.labeled(n, sender);
-      const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload);
+      const res = await send('issues', payload);
       expect(res.status).toBe(200);
       const comments = ghe.state.comments(OWNER, REPO, n);
       expect(comments).toHaveLength(1);
@@ -137,8 +146,8 @@ describe('serve: webhook route', () => {
   it('creates one job when the same delivery arrives twice', async () => {
     const n = newIssue();
     const payload = fixture.labeled(n, 'alice');
-    const first = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
-    const second = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'dup-1' });
+    const first = await send('issues', payload, { deliveryId: 'dup-1' });
+    const second = await send('issues', payload, { deliveryId: 'dup-1' });
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(total(await jobCounts())).toBe(1);
     expect(ghe.state.comments(OWNER, REPO, n)).toHaveLength(1);
@@ -147,8 +156,8 @@ describe('serve: webhook route', () => {
     const m = newIssue();
     const p2 = fixture.labeled(m, 'alice');
     const both = await Promise.all([
-      ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
-      ghe.sendWebhook(server.webhookUrl, 'issues', p2, { deliveryId: 'dup-2' }),
+      send('issues', p2, { deliveryId: 'dup-2' }),
+      send('issues', p2, { deliveryId: 'dup-2' }),
     ]);
     expect(both.map((r) => r.status)).toEqual([200, 200]);
     expect(total(await jobCounts())).toBe(2);
@@ -158,8 +167,8 @@ describe('serve: webhook route', () => {
   it('says so when a job for the issue is already queued (a new delivery)', async () => {
     const n = newIssue();
     const payload = fixture.labeled(n, 'alice');
-    await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-1' });
-    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', payload, { deliveryId: 'busy-2' });
+    await send('issues', payload, { deliveryId: 'busy-1' });
+    const res = await send('issues', payload, { deliveryId: 'busy-2' });
     expect(res.status).toBe(200);
     expect(total(await jobCounts())).toBe(1);
     const notices = ghe.state.comments(OWNER, REPO, n).filter((c) => c.body?.includes(NOTICE_MARKER));
@@ -170,7 +179,7 @@ describe('serve: webhook route', () => {
   it('ignores other labels and bot senders without a word; refuses closed issues', async () => {
     const n = newIssue();
     const other = fixture.labeled(n, 'alice', 'bug');
-    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', other)).status).toBe(200);
+    expect((await send('issues', other)).status).toBe(200);
     const byBot = ghe.makeIssuesLabeledPayload({
       owner: OWNER,
       repo: REPO,
@@ -179,13 +188,13 @@ describe('serve: webhook route', () => {
       label: 'frognano',
     });
     (byBot.sender as { type: string }).type = 'Bot';
-    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', byBot)).status).toBe(200);
+    expect((await send('issues', byBot)).status).toBe(200);
     expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
 
     const closed = newIssue();
     ghe.closeIssue({ owner: OWNER, repo: REPO, issueNumber: closed, sender: 'alice' });
     const onClosed = fixture.labeled(closed, 'alice');
-    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', onClosed)).status).toBe(200);
+    expect((await send('issues', onClosed)).status).toBe(200);
     expect(ghe.state.comments(OWNER, REPO, closed)[0]?.body).toContain('the issue is closed');
     expect(total(await jobCounts())).toBe(0);
   });
@@ -193,7 +202,7 @@ describe('serve: webhook route', () => {
   it('removes a waiting job when the label is removed, and says who cancelled in the status comment', async () => {
     const n = newIssue();
     const labeled = fixture.labeled(n, 'alice');
-    await ghe.sendWebhook(server.webhookUrl, 'issues', labeled);
+    await send('issues', labeled);
     expect(total(await jobCounts())).toBe(1);
 
     const unlabeled = ghe.unlabelIssue({
@@ -203,7 +212,7 @@ describe('serve: webhook route', () => {
       sender: 'trish',
       label: 'frognano',
     });
-    const res = await ghe.sendWebhook(server.webhookUrl, 'issues', unlabeled);
+    const res = await send('issues', unlabeled);
     expect(res.status).toBe(200);
     expect(total(await jobCounts())).toBe(0);
     const comments = ghe.state.comments(OWNER, REPO, n);
@@ -214,14 +223,14 @@ describe('serve: webhook route', () => {
 
     // Labelling again afterwards starts a new job, in the same status comment.
     const again = fixture.labeled(n, 'alice');
-    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', again)).status).toBe(200);
+    expect((await send('issues', again)).status).toBe(200);
     expect(total(await jobCounts())).toBe(1);
     expect(ghe.state.comments(OWNER, REPO, n)).toHaveLength(1);
     expect(ghe.state.comments(OWNER, REPO, n)[0]!.body).toContain('queued (position 1)');
 
     // Closing the issue cancels too.
     const closed = ghe.closeIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice' });
-    expect((await ghe.sendWebhook(server.webhookUrl, 'issues', closed)).status).toBe(200);
+    expect((await send('issues', closed)).status).toBe(200);
     expect(total(await jobCounts())).toBe(0);
     expect(ghe.state.comments(OWNER, REPO, n)[0]!.body).toContain('the issue was closed');
   });
@@ -237,7 +246,7 @@ describe('serve: webhook route', () => {
     expect(fixture.model.modelListRequests).toBeGreaterThan(0);
 
     const n = newIssue();
-    await ghe.sendWebhook(server.webhookUrl, 'issues', fixture.labeled(n, 'alice'));
+    await send('issues', fixture.labeled(n, 'alice'));
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(/frognano_webhooks_total\{event="issues.labeled",result="queued"\} 1/);
     expect(metrics).toMatch(/frognano_queue_depth\{state="waiting"\} 1/);
@@ -256,6 +265,80 @@ describe('serve: webhook route', () => {
     expect(body.checks.model).toMatchObject({ ok: false, required: false });
     expect(body.checks.model?.detail).toContain('/models failed');
     expect(body.checks.redis?.ok).toBe(true);
+  });
+});
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- payloads spoiled on purpose */
+describe('serve: what a delivery must be (issue 12 item 8)', () => {
+  /** POST a body signed with the webhook secret, with the given content type. */
+  async function post(body: string, contentType: string, deliveryId = `raw-${Math.random()}`) {
+    const res = await fetch(server.webhookUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': contentType,
+        'x-github-event': 'issues',
+        'x-github-delivery': deliveryId,
+        'x-hub-signature-256': await sign(ghe.webhookSecret, body),
+      },
+      body,
+    });
+    const text = await res.text();
+    await server.intake.idle();
+    return { status: res.status, text };
+  }
+
+  it('accepts a form-encoded delivery (payload= field) as GitHub sends it', async () => {
+    const n = newIssue();
+    const body = new URLSearchParams({ payload: JSON.stringify(fixture.labeled(n, 'alice')) }).toString();
+    const res = await post(body, 'application/x-www-form-urlencoded');
+    expect(res.status).toBe(200);
+    expect(total(await jobCounts())).toBe(1);
+    expect(ghe.state.comments(OWNER, REPO, n)[0]?.body).toContain('queued (position 1)');
+  });
+
+  it('answers 415 saying to set the app to JSON for another content type', async () => {
+    const res = await post(JSON.stringify(fixture.labeled(newIssue(), 'alice')), 'text/plain');
+    expect(res.status).toBe(415);
+    expect(res.text).toContain("set the GitHub App's webhook content type to application/json");
+    expect(total(await jobCounts())).toBe(0);
+  });
+
+  it('answers 400 with the reason for a payload without installation or issue.title, or a huge issue number', async () => {
+    const n = newIssue();
+    const cases: Array<[(p: Record<string, any>) => void, string]> = [
+      [(p) => delete p.installation, 'the payload has no installation'],
+      [(p) => delete p.issue.title, 'the payload has no issue.title'],
+      [(p) => (p.issue.number = 2 ** 53 + 2), 'issue.number is above 2^53 - 1'],
+    ];
+    for (const [spoil, reason] of cases) {
+      const payload = structuredClone(fixture.labeled(n, 'alice')) as Record<string, any>;
+      spoil(payload);
+      const res = await post(JSON.stringify(payload), 'application/json');
+      expect(res.status, reason).toBe(400);
+      expect(JSON.parse(res.text)).toEqual({ error: reason });
+    }
+    expect(total(await jobCounts())).toBe(0);
+    expect(ghe.state.comments(OWNER, REPO, n)).toEqual([]);
+  });
+});
+
+describe('serve: GitHub not answering at start (issue 12 item 4)', () => {
+  it('listens before the app lookup (GET /app) finishes', async () => {
+    // A "GitHub" that accepts connections and never answers.
+    const held: Socket[] = [];
+    const silent = createNetServer((socket) => void held.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      await server.close();
+      const started = performance.now();
+      server = await startTestServer({ GHE_HOST: `127.0.0.1:${port}`, GHE_PROTOCOL: 'http' });
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 

@@ -129,6 +129,8 @@ async function label(): Promise<{ n: number; status: number }> {
     'issues',
     ghe.labelIssue({ owner: OWNER, repo: REPO, issueNumber: n, sender: 'alice', label: 'frognano' }),
   );
+  // A recorded delivery's GitHub side (status comment, enqueue) runs in the intake step.
+  if (res.status === 200) await server!.intake.idle();
   return { n, status: res.status };
 }
 

@@ -118,6 +118,8 @@ async function labelNewIssue(): Promise<number> {
   }).number;
   const res = await ghe.sendWebhook(server.webhookUrl, 'issues', stack.labeled(n, 'alice'));
   expect(res.status).toBe(200);
+  // The delivery is recorded; its GitHub side (status comment, enqueue) runs in the intake step.
+  await server.intake.idle();
   return n;
 }
 
@@ -315,6 +317,9 @@ describe('worker', () => {
     const job = (await jobOf(n))[0]!;
     expect(await job.getState()).toBe('waiting');
     expect(statusComment(n).body).not.toContain('cancelled');
+    // The comment says the job waits again, not "running (step 0 of …)" (issue 12 item 8).
+    expect(statusComment(n).body).toContain('queued again');
+    expect(statusComment(n).body).toContain('The worker running this job was shut down');
 
     // Another worker finishes it.
     await startTestWorker(async (_d, ctx) => ({ kind: 'no_change', summary: summary(ctx.jobId) }));
