@@ -116,10 +116,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       try {
         loaded = await options.loadRepoConfigs(owner, name);
       } catch (err) {
-        options.logger?.warn(
-          { err: (err as Error).message, repo: repo.data },
-          'admin view: cannot read repository configuration',
-        );
+        options.logger?.warn({ err, repo: repo.data }, 'admin view: cannot read repository configuration');
         res.status(502).json({
           error: `cannot read the repository configuration of ${repo.data}: ${(err as Error).message}`,
           code: isAppError(err) ? err.code : 'INTERNAL',

@@ -26,7 +26,7 @@ export async function runService(
     return 0;
   }
   const env = loadEnv();
-  const logger = createLogger({ level: env.logLevel });
+  const logger = createLogger({ level: env.logLevel, format: env.logFormat });
   const service = await start(env, logger);
   const signal = await waitForSignal(['SIGTERM', 'SIGINT']);
   logger.info({ signal }, stopping);
