@@ -163,8 +163,8 @@ async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, n
  * model's final message as quoted prose under a line marking it as model output (escaped by
  * `quoteUntrusted`: its mentions, references, closing keywords, links and HTML do nothing); the
  * diffstat; the test run on the patched tree (command, result, time, the tail of its output in a
- * collapsed `<details>` block); extra sections; a one-row table of exit reason, steps, tokens, time
- * and job id.
+ * collapsed `<details>` block); extra sections; a one-row table of exit reason, steps, tokens and
+ * time; the job id.
  * Cut to {@link MAX_BODY_CHARS}.
  */
 export function renderPullRequestBody(input: PullRequestBodyInput): string {
@@ -206,20 +206,20 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   if (stopped) out.push(`${stopped} The model may not have finished its work.`);
   out.push(
     table(
-      ['Exit reason', 'Steps', 'Tokens', 'Time', 'Job'],
+      ['Exit reason', 'Steps', 'Tokens', 'Time'],
       [
         [
           `\`${s.exitReason ?? 'unknown'}\``,
           `${formatCount(s.steps)} of ${formatCount(s.maxSteps)}`,
           tokensText(s),
           formatDuration(s.elapsedMs),
-          `\`${s.jobId.replace(/[`|]/g, '')}\``,
         ],
       ],
     ),
   );
+  // The job id is long: in the table it squeezes the other columns.
   out.push(
-    `<sub>Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
+    `<sub>Job \`${s.jobId.replace(/`/g, '')}\`. Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
       'The bot never marks this pull request ready, approves it or merges it.</sub>',
   );
   const body = out.join('\n\n');

@@ -423,16 +423,16 @@ export function capStopLine(s: RunSummary): string | null {
 }
 
 /**
- * A clamp in words, e.g. ``maxSteps: the repository’s `.github/frognano.yml` asks for 300, above the
- * cap of 150 set by the admin policy defaults; 150 applies.``
+ * A clamp in words, e.g. ``maxSteps`: 150 instead of the 300 `.github/frognano.yml` asks for
+ * (capped by the admin policy defaults).``
  */
 export function describeClamp(c: Clamp): string {
   const asker = c.source.endsWith('.github/frognano.yml')
-    ? `${codeSpan(c.source)}`
+    ? codeSpan(c.source)
     : describePolicySource(c.source);
   return (
-    `${codeSpan(c.key)}: ${asker} asks for ${formatCount(c.requested)}, above the cap of ` +
-    `${formatCount(c.cap)} set by the ${describePolicySource(c.capSource)}; ${formatCount(c.applied)} applies.`
+    `${codeSpan(c.key)}: ${formatCount(c.applied)} instead of the ${formatCount(c.requested)} ${asker} asks for ` +
+    `(capped by the ${describePolicySource(c.capSource)}).`
   );
 }
 

@@ -240,7 +240,7 @@ describe('e2e: every pull request carries evidence', () => {
     expect(body).toContain('| Fixed (failed → passed) | 1 | `test_calc::test_add` |');
 
     // Every attempt's trajectory and test log is kept; the trajectory command prints any of them.
-    const jobId = new RegExp(`\\| \`(${OWNER}\\.calc-best\\.[^\`]+)\` \\|$`, 'm').exec(body)?.[1] ?? '';
+    const jobId = /<sub>Job `([^`]+)`/.exec(body)?.[1] ?? '';
     const stored = await readdir(join(trajectoryDir, jobId));
     expect(stored).toEqual(
       expect.arrayContaining([

@@ -57,8 +57,8 @@ describe('renderPullRequestBody', () => {
       '<details><summary>Last lines of the test output</summary>\n\n```text\nok 1\nok 2\n```\n\n</details>',
     );
     expect(body).toContain(
-      '| Exit reason | Steps | Tokens | Time | Job |\n|---|---|---|---|---|\n' +
-        '| `max_turns` | 150 of 150 | 1,000 prompt + 20 completion | 3 min 5 s | `acme.widgets.12.d1` |',
+      '| Exit reason | Steps | Tokens | Time |\n|---|---|---|---|\n' +
+        '| `max_turns` | 150 of 150 | 1,000 prompt + 20 completion | 3 min 5 s |\n\n<sub>Job `acme.widgets.12.d1`.',
     );
     expect(body).toContain(
       'The agent stopped at the step cap: maxSteps 150. The model may not have finished',

@@ -107,7 +107,7 @@ describe('renderStatus', () => {
     const body = renderStatus({ phase: 'finished', outcome: { kind: 'no_change', summary: capped } });
     expect(body).toContain('The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).');
     expect(body).toContain(
-      '- `maxSteps`: `.github/frognano.yml` asks for 100, above the cap of 3 set by the admin policy rule `octo-org/*`; 3 applies.',
+      '- `maxSteps`: 3 instead of the 100 `.github/frognano.yml` asks for (capped by the admin policy rule `octo-org/*`).',
     );
     const timed = renderStatus({
       phase: 'finished',
