@@ -35,7 +35,7 @@ type WithComponent = Logger & { [COMPONENT]?: string };
 
 /**
  * The `err` serializer: pino's standard one (`type`, `message` and `stack`, each with the `cause`
- * chain appended once, plus the error's own fields), minus the request and response an Octokit
+ * chain appended once, plus the error's own fields but `name`), minus the request and response an Octokit
  * `RequestError` carries (bodies and headers do not belong in a log; `status` stays, and the
  * method and URL). A string becomes `{ message }`; anything else is logged as given.
  */
@@ -46,6 +46,8 @@ export function serializeError(value: unknown): unknown {
   const request = out.request as { method?: unknown; url?: unknown } | undefined;
   if (request && typeof request === 'object') out.request = { method: request.method, url: request.url };
   delete out.response;
+  // `type` names the class; an own `name` (Octokit sets `HttpError`) would be a second `name` key.
+  delete out.name;
   return out;
 }
 

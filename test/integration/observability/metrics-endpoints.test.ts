@@ -1,5 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWorker } from '../../../src/bin/commands/worker.js';
+import { createLogger } from '../../../src/observability/logger.js';
 import { startE2eStack, type E2eStack } from '../../helpers/e2e-stack.js';
 
 // Both processes' /metrics as Prometheus scrapes them: each registry holds only its own families,
@@ -92,5 +95,46 @@ describe('/metrics of serve and worker', () => {
       const out = execFileSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
       expect(out).toBe('');
     }
+  });
+});
+
+/** An IPv4 address of this machine other than loopback, if it has one. */
+const external = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+
+describe.skipIf(!external)('the worker’s HTTP server', () => {
+  it('binds WORKER_HOST: loopback by default, as its log says; every interface with 0.0.0.0', async () => {
+    const reach = async (url: string) =>
+      (await fetch(url, { signal: AbortSignal.timeout(2000) }).catch(() => null))?.status ?? 'refused';
+    for (const [host, fromOutside] of [
+      [stack.env.workerHost, 'refused'],
+      ['0.0.0.0', 200],
+    ] as const) {
+      const lines: string[] = [];
+      const logger = createLogger({
+        level: 'info',
+        destination: { write: (l: string) => void lines.push(l) },
+      });
+      const worker = await startWorker({
+        env: { ...stack.env, workerHost: host },
+        logger,
+        port: 0,
+        throttle: false,
+        run: () => Promise.reject(new Error('no job runs in this test')),
+      });
+      try {
+        const port = new URL(worker.url!).port;
+        const started = lines
+          .map((l) => JSON.parse(l) as { msg: string; listen?: string })
+          .find((l) => l.msg === 'worker started');
+        expect(started?.listen).toBe(`${host}:${port}`);
+        expect(await reach(`http://127.0.0.1:${port}/healthz`)).toBe(200);
+        expect(await reach(`http://${external}:${port}/healthz`)).toBe(fromOutside);
+      } finally {
+        await worker.close();
+      }
+    }
+    expect(stack.env.workerHost).toBe('127.0.0.1');
   });
 });

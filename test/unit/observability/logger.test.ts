@@ -90,6 +90,7 @@ describe('createLogger', () => {
       server.close();
     }
     expect(lines[0]).not.toContain('ghs_');
+    expect(keyCount(lines[0]!, 'name')).toBe(1);
     expect(lines[0]).not.toContain('secret issue body');
     const line = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
     expect(line.err).toMatchObject({
