@@ -5,7 +5,8 @@
 #     openssl (the TLS tests make a throwaway certificate authority with it);
 #   - gcc and libseccomp-dev, then builds native/build/sandbox-exec (the local sandbox's per-command
 #     launcher with its seccomp filter; `npm run build` builds it too);
-#   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer.
+#   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer;
+#   - promtool (Debian's prometheus package): the metrics test lints both processes' /metrics with it.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
 set -euo pipefail
 
@@ -27,6 +28,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (Debian packages)"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: installing prometheus (Debian package) for promtool"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  # Only promtool is wanted: where systemd runs, stop the Prometheus server the package enables.
+  if [ -d /run/systemd/system ]; then $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 fi
 
 # The launcher is built from the repository root (where package.json is), when node is there.
@@ -53,4 +61,4 @@ if ! redis_answers; then
   done
   redis_answers || { echo "setup: Redis did not start; see /tmp/frognano-redis/redis.log" >&2; exit 1; }
 fi
-echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), the seccomp launcher, git, python3-pytest and Redis are ready"
+echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), the seccomp launcher, git, python3-pytest, promtool and Redis are ready"

@@ -1,6 +1,7 @@
 # The FrogNano bot app image (server and worker: `frognano-bot serve` / `frognano-bot worker`).
 # Build from the repository root:
-#   docker build -f deploy/docker/app.Dockerfile -t registry.example.com/frognano/frognano-bot:0.1.0 .
+#   docker build -f deploy/docker/app.Dockerfile --build-arg FROGNANO_COMMIT=$(git rev-parse HEAD) \
+#     -t registry.example.com/frognano/frognano-bot:0.1.0 .
 # Multi-stage: the build stage compiles TypeScript; the runtime stage has production dependencies
 # and dist/ only, and runs as a non-root user.
 #
@@ -34,6 +35,8 @@ RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
+# The commit frognano_build_info reports (.git is not in the build context; unset: `unknown`).
+ARG FROGNANO_COMMIT=
 # tsc and the assets only: the launcher comes from the native stage.
 RUN npx tsc -p tsconfig.build.json && node scripts/copy-assets.mjs && npm prune --omit=dev --ignore-scripts
 

@@ -40,6 +40,8 @@ export interface AppEnv {
   host: string;
   /** TCP port of the worker's `/metrics` and `/healthz` (0: no HTTP server in the worker). */
   workerPort: number;
+  /** Bind address of the worker's HTTP server (default `127.0.0.1`; `0.0.0.0` in a pod). */
+  workerHost: string;
   /** OpenAI-compatible base URL of the model server (SGLang), ending in `/v1`. */
   modelUrl: string;
   modelName: string;
@@ -73,11 +75,15 @@ export interface AppEnv {
   /** The issue label that starts a job. */
   triggerLabel: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `json` lines, or `pretty` for a terminal (pino-pretty). */
+  logFormat: 'json' | 'pretty';
   /** Path of the admin policy YAML file, or null for built-in defaults only. */
   policyFile: string | null;
   /** Basic-auth credentials of the `/admin` pages; both null when the admin pages are off. */
   adminUser: string | null;
   adminPassword: string | null;
+  /** Bull Board's job actions (retry, clean, remove) are enabled; default false: read-only. */
+  adminActions: boolean;
   /** Directory of the worker's clones (one subdirectory per job). */
   workDir: string;
   /** Directory where trajectories are stored (one JSON file per job). */
@@ -234,6 +240,15 @@ export const ENV_SPECS = {
     },
     int(0, 65535),
   ),
+  WORKER_HOST: spec(
+    'WORKER_HOST',
+    {
+      default: '127.0.0.1',
+      description:
+        'Bind address of the worker\u2019s `/healthz`, `/readyz` and `/metrics`; `0.0.0.0` to be reached from outside (a pod).',
+    },
+    z.string().min(1),
+  ),
   MODEL_URL: spec(
     'MODEL_URL',
     { default: 'http://127.0.0.1:30000/v1', description: 'OpenAI-compatible base URL of the SGLang server.' },
@@ -362,6 +377,15 @@ export const ENV_SPECS = {
     { default: 'info', description: 'fatal, error, warn, info, debug, trace or silent.' },
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   ),
+  LOG_FORMAT: spec(
+    'LOG_FORMAT',
+    {
+      default: 'json',
+      description:
+        '`json` (one JSON object a line) or `pretty` (coloured lines for a terminal; needs the dev dependency pino-pretty).',
+    },
+    z.enum(['json', 'pretty']),
+  ),
   POLICY_FILE: spec(
     'POLICY_FILE',
     {
@@ -379,6 +403,15 @@ export const ENV_SPECS = {
     'ADMIN_PASSWORD',
     { secret: true, description: 'Password of the `/admin` pages; at least 12 characters.' },
     z.string().min(12, 'must be at least 12 characters'),
+  ),
+  ADMIN_ACTIONS: spec(
+    'ADMIN_ACTIONS',
+    {
+      default: 'false',
+      description:
+        '`true`: the admin may retry, promote, clean and remove jobs in Bull Board (`/admin/queues`). Default read-only.',
+    },
+    z.enum(['true', 'false']).transform((v) => v === 'true'),
   ),
   WORK_DIR: spec(
     'WORK_DIR',
@@ -570,6 +603,7 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     port: p.PORT!,
     host: p.HOST!,
     workerPort: p.WORKER_PORT!,
+    workerHost: p.WORKER_HOST!,
     modelUrl: p.MODEL_URL!,
     modelName: p.MODEL_NAME!,
     modelApiKey: p.MODEL_API_KEY ?? null,
@@ -597,9 +631,11 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     maxConcurrentJobs: p.MAX_CONCURRENT_JOBS!,
     triggerLabel: p.TRIGGER_LABEL!,
     logLevel: p.LOG_LEVEL!,
+    logFormat: p.LOG_FORMAT!,
     policyFile: p.POLICY_FILE ?? null,
     adminUser: p.ADMIN_USER ?? null,
     adminPassword: p.ADMIN_PASSWORD ?? null,
+    adminActions: p.ADMIN_ACTIONS!,
     workDir: p.WORK_DIR!,
     trajectoryDir: p.TRAJECTORY_DIR!,
     trajectoryRetentionDays: p.TRAJECTORY_RETENTION_DAYS!,

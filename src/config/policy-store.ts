@@ -159,10 +159,7 @@ export function createPolicyStore(options: PolicyStoreOptions): PolicyStore {
         watcher = undefined;
       });
     } catch (err) {
-      log.warn(
-        { err: (err as Error).message },
-        'cannot watch the policy directory; relying on the periodic check',
-      );
+      log.warn({ err }, 'cannot watch the policy directory; relying on the periodic check');
     }
     interval = setInterval(() => {
       void fileSignature().then((s) => {

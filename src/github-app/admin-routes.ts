@@ -27,13 +27,49 @@ export interface AdminRouterOptions {
   loadRepoConfigs?: (owner: string, name: string) => Promise<LoadedRepoConfigs>;
   /** Public path the router is mounted at (default `/admin`); Bull Board builds its asset URLs from it. */
   basePath?: string;
-  /** Bull Board without retry/clean/remove buttons (default false). */
+  /**
+   * Bull Board read-only (default true): no retry, promote, clean, remove, pause or add, neither as
+   * buttons nor through its API. `ADMIN_ACTIONS=true` turns the actions on.
+   */
   readOnly?: boolean;
   logger?: Logger;
 }
 
 /** `owner/name` as GitHub allows them. */
 const repoParam = z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/);
+
+/**
+ * Content-Security-Policy of the admin pages: everything from this server only. Bull Board's page
+ * uses inline `style` attributes and one inline `<style>` (hence `'unsafe-inline'` for styles
+ * only); its scripts are files under `static/`.
+ */
+const ADMIN_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+].join('; ');
+
+/**
+ * @bull-board/ui's page (`dist/index.ejs`) links the IBM Plex fonts from fonts.googleapis.com. On a
+ * closed network that request hangs in the admin's browser and leaks the visit; the page's CSS
+ * falls back to the system's sans-serif and monospace fonts without it.
+ */
+const EXTERNAL_FONT_LINK = /<link\b[^>]*\bhref="https:\/\/fonts\.(?:googleapis|gstatic)\.com[^"]*"[^>]*>\s*/g;
+
+/** Remove the external font links from Bull Board's HTML page as it is sent. */
+function stripExternalFonts(_req: Request, res: Response, next: NextFunction): void {
+  const send = res.send.bind(res);
+  res.send = (body?: unknown) =>
+    send(typeof body === 'string' && body.includes('<html') ? body.replace(EXTERNAL_FONT_LINK, '') : body);
+  next();
+}
 
 /** SHA-256 both sides, then compare in constant time (timingSafeEqual needs equal lengths). */
 function safeEqual(given: string, expected: string): boolean {
@@ -55,7 +91,8 @@ function parseBasic(header: string | undefined): { user: string; password: strin
 /**
  * The admin views, as an express Router to mount at `basePath` (default `/admin`):
  *
- * - `GET /admin/queues` — Bull Board (the BullMQ dashboard) for `queues`.
+ * - `GET /admin/queues` — Bull Board (the BullMQ dashboard) for `queues`, read-only unless
+ *   `readOnly: false`, every asset served from here (no external fonts; a `'self'`-only CSP).
  * - `GET /admin/policy?repo=owner/name` — JSON: the effective policy of that repository, where each
  *   value came from (`sources`), clamps, the repository configuration errors, and the policy file's
  *   reload error if any.
@@ -94,15 +131,32 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     next();
   });
 
+  router.use((_req: Request, res: Response, next: NextFunction) => {
+    res.set('Content-Security-Policy', ADMIN_CSP);
+    next();
+  });
+
+  const readOnly = options.readOnly ?? true;
+  if (readOnly) {
+    // Bull Board's read-only mode hides the buttons and its handlers refuse; this also closes the
+    // routes that do not look at it (e.g. metrics history purge) whatever the version does.
+    router.use('/queues', (req: Request, res: Response, next: NextFunction) => {
+      if (req.method === 'GET' || req.method === 'HEAD') return next();
+      res
+        .status(405)
+        .type('text/plain')
+        .send('Bull Board is read-only: set ADMIN_ACTIONS=true to allow job actions.\n');
+    });
+  }
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(`${basePath}/queues`);
   createBullBoard({
-    queues: options.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: options.readOnly ?? false })),
+    queues: options.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: readOnly })),
     // @bull-board/express pins its own copy of @bull-board/api (see the report): the classes are the
     // same at run time, only their private fields make the two declarations incompatible for tsc.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
   });
-  router.use('/queues', serverAdapter.getRouter() as Router);
+  router.use('/queues', stripExternalFonts, serverAdapter.getRouter() as Router);
 
   router.get('/policy', async (req: Request, res: Response) => {
     const repo = repoParam.safeParse(req.query.repo);
@@ -116,10 +170,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       try {
         loaded = await options.loadRepoConfigs(owner, name);
       } catch (err) {
-        options.logger?.warn(
-          { err: (err as Error).message, repo: repo.data },
-          'admin view: cannot read repository configuration',
-        );
+        options.logger?.warn({ err, repo: repo.data }, 'admin view: cannot read repository configuration');
         res.status(502).json({
           error: `cannot read the repository configuration of ${repo.data}: ${(err as Error).message}`,
           code: isAppError(err) ? err.code : 'INTERNAL',

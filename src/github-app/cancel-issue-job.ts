@@ -56,7 +56,6 @@ export async function cancelIssueJob(
       return 'cancel_requested';
     case 'removed': {
       log.info({ jobId: result.jobId, by }, 'removed the waiting job');
-      deps.metrics?.jobsTotal.inc({ outcome: 'cancelled' });
       const status = createStatusComment(
         input.octokit,
         { owner: ref.owner, repo: ref.repo, issue: ref.issueNumber },

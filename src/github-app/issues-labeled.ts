@@ -132,14 +132,9 @@ export async function handleIssuesLabeled(input: WebhookInput, deps: WebhookDeps
     if (status.commentId !== null) {
       await status
         .update({ phase: 'not_queued', reason: 'the job queue is unavailable right now' })
-        .catch((e: unknown) =>
-          log.warn({ err: { message: (e as Error).message } }, 'could not correct the status comment'),
-        );
+        .catch((e: unknown) => log.warn({ err: e }, 'could not correct the status comment'));
     }
-    log.error(
-      { err: { message: (err as Error).message }, jobId },
-      'could not enqueue; answering 5xx so the delivery can be retried',
-    );
+    log.error({ err, jobId }, 'could not enqueue; answering 5xx so the delivery can be retried');
     throw err;
   }
 
@@ -151,9 +146,7 @@ export async function handleIssuesLabeled(input: WebhookInput, deps: WebhookDeps
       issue_number: ref.issueNumber,
       content: 'eyes',
     })
-    .catch((e: unknown) =>
-      log.warn({ err: { message: (e as Error).message } }, 'could not add the 👀 reaction'),
-    );
+    .catch((e: unknown) => log.warn({ err: e }, 'could not add the 👀 reaction'));
   log.info({ jobId, position, sender }, 'job queued');
   return 'queued';
 }

@@ -1,7 +1,6 @@
 import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubClient } from '../pipeline/github-client.js';
-import { fence } from '../pipeline/instruction.js';
 import {
   NEEDS_REVIEW_LABEL,
   type PublishedPullRequest,
@@ -10,7 +9,8 @@ import {
 } from '../pipeline/publish-change.js';
 import { describeExit } from '../pipeline/run-tests.js';
 import { createHumanReviewCheck } from './check-run.js';
-import { capStopLine } from './status-comment.js';
+import { fence, formatCount, formatDuration, quoteUntrusted, table } from '../text/markdown.js';
+import { capStopLine, tokensText } from './status-comment.js';
 
 /** GitHub refuses pull request bodies above 65 536 characters; stay well below. */
 export const MAX_BODY_CHARS = 60_000;
@@ -190,9 +190,11 @@ async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, n
 /**
  * The pull request body (GitHub-flavoured Markdown), in this order: the machine-written warning and
  * any other warnings; `<Keyword> #n` (or a non-closing reference when `closesIssue` is false); the
- * model's final message, in a fenced block marked as model output (a fence, unlike a quote, keeps GitHub from acting on mentions or closing keywords the
- * model wrote); the diffstat; the test command and result with the tail of its output in a collapsed
- * `<details>` block; extra sections; a table of steps, tokens, time, exit reason and job id.
+ * model's final message as quoted prose under a line marking it as model output (escaped by
+ * `quoteUntrusted`: its mentions, references, closing keywords, links and HTML do nothing); the
+ * diffstat; the test run on the patched tree (command, result, time, the tail of its output in a
+ * collapsed `<details>` block); extra sections; a one-row table of exit reason, steps, tokens and
+ * time; the job id.
  * Cut to {@link MAX_BODY_CHARS}.
  */
 export function renderPullRequestBody(input: PullRequestBodyInput): string {
@@ -216,7 +218,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   if (final) {
     const shown =
       final.length > MAX_FINAL_MESSAGE_CHARS ? `${final.slice(0, MAX_FINAL_MESSAGE_CHARS)}\n[… cut]` : final;
-    out.push(`Model output, not reviewed — the agent's final message:\n\n${fence(shown)}`);
+    out.push(`Model output, not reviewed — the agent's final message:\n\n${quoteUntrusted(shown)}`);
   } else {
     out.push('_The model ended without a final message._');
   }
@@ -233,18 +235,21 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   const stopped = capStopLine(s);
   if (stopped) out.push(`${stopped} The model may not have finished its work.`);
   out.push(
-    [
-      '| | |',
-      '|---|---|',
-      `| Exit reason | \`${s.exitReason ?? 'unknown'}\` |`,
-      `| Steps | ${s.steps} of ${s.maxSteps} |`,
-      `| Tokens | ${s.promptTokens} prompt, ${s.completionTokens} completion |`,
-      `| Time | ${formatDuration(s.elapsedMs)} |`,
-      `| Job | \`${s.jobId}\` |`,
-    ].join('\n'),
+    table(
+      ['Exit reason', 'Steps', 'Tokens', 'Time'],
+      [
+        [
+          `\`${s.exitReason ?? 'unknown'}\``,
+          `${formatCount(s.steps)} of ${formatCount(s.maxSteps)}`,
+          tokensText(s),
+          formatDuration(s.elapsedMs),
+        ],
+      ],
+    ),
   );
+  // The job id is long: in the table it squeezes the other columns.
   out.push(
-    `<sub>Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
+    `<sub>Job \`${s.jobId.replace(/`/g, '')}\`. Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
       'The bot never marks this pull request ready, approves it or merges it.</sub>',
   );
   const body = out.join('\n\n');
@@ -274,13 +279,4 @@ function renderTests(tests: PullRequestBodyInput['tests']): string {
     `<details><summary>Last lines of the test output</summary>\n\n${fence(tests.outputTail)}\n\n</details>`,
   );
   return lines.join('\n\n');
-}
-
-/** `42 s`, `3 min 5 s`, `2 h 4 min`. */
-export function formatDuration(ms: number): string {
-  const total = Math.round(ms / 1000);
-  if (total < 60) return `${total} s`;
-  const min = Math.floor(total / 60);
-  if (min < 60) return `${min} min ${total % 60} s`;
-  return `${Math.floor(min / 60)} h ${min % 60} min`;
 }

@@ -74,7 +74,8 @@ async function checkRedis(redis: Redis): Promise<ReadinessCheck> {
   }
 }
 
-async function checkModel(modelUrl: string, apiKey: string | null): Promise<ReadinessCheck> {
+/** The model server answers `GET <modelUrl>/models` with 2xx within 2 s (also `frognano_model_server_up`). */
+export async function checkModel(modelUrl: string, apiKey: string | null): Promise<ReadinessCheck> {
   try {
     const res = await fetch(`${modelUrl}/models`, {
       headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
@@ -117,10 +118,7 @@ export function resolveBotLogin(probot: Probot, logger: Logger): BotLogin {
         const slug = z.object({ slug: z.string().min(1) }).parse(res.data).slug;
         login = `${slug}[bot]`;
       } catch (err) {
-        logger.warn(
-          { err: { message: (err as Error).message } },
-          'could not look up the app (GET /app); will retry',
-        );
+        logger.warn({ err }, 'could not look up the app (GET /app); will retry');
       }
     },
   };

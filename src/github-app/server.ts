@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import type { AppEnv } from '../config/env.js';
 import type { PolicyStore } from '../config/policy-store.js';
 import type { Logger } from '../observability/logger.js';
-import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { createServeMetrics, type ServeMetrics } from '../observability/metrics.js';
 import { createJobQueue, type FrognanoQueue, type JobQueue } from '../queue/job-queue.js';
 import { closeRedis, createRedisConnection } from '../queue/redis-connection.js';
 import { createFrognanoApp } from './app.js';
@@ -23,7 +23,7 @@ export interface StartServerOptions {
   env: AppEnv;
   logger: Logger;
   /** Metrics on their own registry; default: new ones. */
-  metrics?: Metrics;
+  metrics?: ServeMetrics;
   /** The admin policy store: its last reload error shows in `/readyz`. */
   policyStore?: PolicyStore;
   /** Admin policy check of a trigger (allowed repositories and teams). */
@@ -54,7 +54,7 @@ export interface RunningServer {
   jobs: JobQueue;
   /** The webhook intake: deliveries recorded, their GitHub side queued and retried. */
   intake: WebhookIntake;
-  metrics: Metrics;
+  metrics: ServeMetrics;
   probot: Probot;
   /** The producer Redis connection (owned by the server; closed by {@link close}). */
   redis: Redis;
@@ -91,7 +91,7 @@ const MAX_WEBHOOK_BYTES = 25 * 1024 * 1024;
  */
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { env, logger } = options;
-  const metrics = options.metrics ?? createMetrics();
+  const metrics = options.metrics ?? createServeMetrics();
   const redis = createRedisConnection(env.redisUrl, 'producer', { logger, name: 'frognano-serve' });
   await waitForReady(redis, options.redisReadyTimeoutMs ?? 5_000);
   if (redis.status !== 'ready') logger.warn('Redis is not reachable yet; webhooks get 503 until it is');

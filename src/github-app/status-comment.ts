@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { formatClamp } from '../config/policy.js';
+import type { Clamp } from '../config/policy.js';
 import type { Outcome, RunSummary } from '../pipeline/outcome.js';
 import type { Logger } from '../observability/logger.js';
 import { createSilentLogger } from '../observability/logger.js';
+import { describeExit } from '../pipeline/run-tests.js';
+import { codeSpan, fence, formatCount, formatDuration, pluralize } from '../text/markdown.js';
 import { githubError, httpStatusOf, type GitHubRequester } from './github-client.js';
 
 /**
@@ -450,7 +452,7 @@ function limitLines(s: RunSummary): string[] {
   const stop = capStopLine(s);
   if (stop) out.push('', stop);
   if (s.clamps?.length) {
-    out.push('', 'Lowered to the admin caps:', ...s.clamps.map((c) => `- \`${inlineCode(formatClamp(c))}\``));
+    out.push('', 'Lowered to the admin caps:', ...s.clamps.map((c) => `- ${describeClamp(c)}`));
   }
   return out;
 }
@@ -471,6 +473,20 @@ export function capStopLine(s: RunSummary): string | null {
   if (s.exitReason === 'max_time')
     return `The agent stopped at the time cap: maxTimeSec${described(s.caps?.maxTimeSec)}.`;
   return null;
+}
+
+/**
+ * A clamp in words, e.g. ``maxSteps`: 150 instead of the 300 `.github/frognano.yml` asks for
+ * (capped by the admin policy defaults).``
+ */
+export function describeClamp(c: Clamp): string {
+  const asker = c.source.endsWith('.github/frognano.yml')
+    ? codeSpan(c.source)
+    : describePolicySource(c.source);
+  return (
+    `${codeSpan(c.key)}: ${formatCount(c.applied)} instead of the ${formatCount(c.requested)} ${asker} asks for ` +
+    `(capped by the ${describePolicySource(c.capSource)}).`
+  );
 }
 
 /**
@@ -503,7 +519,7 @@ function testsLines(summary: RunSummary | undefined): string[] {
     ? 'timed out'
     : t.passed
       ? 'passed'
-      : `failed (exit code ${t.exitCode ?? 'none'})`;
+      : `failed (${describeExit(t.exitCode, false)})`;
   const lines = ['', `Tests: \`${inlineCode(t.command)}\` — ${result}.`];
   if (t.verdict) lines.push('', untrusted(t.verdict));
   if (!t.passed && t.outputTail)
@@ -513,53 +529,40 @@ function testsLines(summary: RunSummary | undefined): string[] {
 
 function summaryLine(s: RunSummary): string {
   const parts = [
-    `steps: ${s.steps} of ${s.maxSteps}`,
-    `tokens: ${s.promptTokens.toLocaleString('en-US')} prompt + ${s.completionTokens.toLocaleString('en-US')} completion`,
+    `steps: ${formatCount(s.steps)} of ${formatCount(s.maxSteps)}`,
+    `tokens: ${tokensText(s)}`,
     `time: ${formatDuration(s.elapsedMs)}`,
   ];
   if (s.exitReason) parts.push(`exit reason: \`${s.exitReason}\``);
   return `<sub>${parts.join(' · ')}</sub>`;
 }
 
-/** `1h 2m`, `3m 12s`, `45s` from milliseconds. */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const sec = s % 60;
-  if (h > 0) return `${h}h ${m}m`;
-  if (m > 0) return `${m}m ${sec}s`;
-  return `${sec}s`;
+/** `1,200 prompt + 80 completion` (also the pull request body's wording). */
+export function tokensText(s: Pick<RunSummary, 'promptTokens' | 'completionTokens'>): string {
+  return `${formatCount(s.promptTokens)} prompt + ${formatCount(s.completionTokens)} completion`;
 }
 
 /** A fenced code block (plain text) that `text` cannot close, cut to its first `max` chars. */
 function codeBlock(text: string, max: number): string[] {
   const shown = text.length > max ? `${text.slice(0, max)}\n…(cut)` : text;
-  const longest = Math.max(2, ...[...shown.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = '`'.repeat(longest + 1);
-  return [`${fence}text`, shown.replace(/\n+$/, ''), fence];
+  return [fence(shown.replace(/\n+$/, ''))];
 }
 
 /**
  * A collapsed `<details>` block with `text` in a fenced code block, cut to its last `max` chars for
- * output and its first `max` chars for a patch. The fence is longer than any backtick run in the text,
- * so the text cannot close it.
+ * output and its first `max` chars for a patch.
  */
 function collapsed(title: string, text: string, lang: string, max: number): string[] {
   let shown = text;
   let note = '';
   if (text.length > max) {
     shown = lang === 'diff' ? text.slice(0, max) : text.slice(text.length - max);
-    note = ` — ${lang === 'diff' ? 'first' : 'last'} ${max.toLocaleString('en-US')} of ${text.length.toLocaleString('en-US')} characters`;
+    note = ` — ${lang === 'diff' ? 'first' : 'last'} ${formatCount(max)} of ${pluralize(text.length, 'character')}`;
   }
-  const longest = Math.max(2, ...[...shown.matchAll(/`+/g)].map((m) => m[0].length));
-  const fence = '`'.repeat(longest + 1);
   return [
     `<details><summary>${title}${note}</summary>`,
     '',
-    `${fence}${lang}`,
-    shown.replace(/\n+$/, ''),
-    fence,
+    fence(shown.replace(/\n+$/, ''), lang),
     '',
     '</details>',
   ];
@@ -574,6 +577,7 @@ export function untrusted(text: string): string {
     .replace(/\r?\n/g, ' ');
 }
 
+/** The inside of a code span (see `codeSpan` in text/markdown.ts). */
 function inlineCode(text: string): string {
-  return text.replace(/`/g, "'").replace(/\r?\n/g, ' ').slice(0, 300);
+  return codeSpan(text).slice(1, -1);
 }

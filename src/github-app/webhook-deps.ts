@@ -1,5 +1,5 @@
 import type { JobQueue } from '../queue/job-queue.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { ServeMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubRequester } from './github-client.js';
 import type { TriggerCheck } from './trigger-rules.js';
@@ -31,7 +31,7 @@ export interface WebhookDeps {
   checkTriggerAllowed?: TriggerCheck;
   /** BullMQ `attempts` for a repository's jobs (admin policy); absent: the queue default. */
   attemptsFor?: (repo: string) => number;
-  metrics?: Metrics;
+  metrics?: ServeMetrics;
   logger: Logger;
   now?: () => Date;
 }

@@ -1,3 +1,5 @@
+import { fence, formatCount } from '../text/markdown.js';
+
 /** Characters of the issue body given to the model; the rest is cut with a visible note. */
 export const MAX_ISSUE_BODY_CHARS = 20_000;
 /** Characters of the issue title given to the model. */
@@ -44,7 +46,7 @@ export function buildInstruction(input: InstructionInput): string {
   ];
   if (body.omitted > 0) {
     parts.push(
-      `[The issue body was cut here: ${body.omitted} more characters are not shown. The first ${MAX_ISSUE_BODY_CHARS} characters are above.]`,
+      `[The issue body was cut here: ${formatCount(body.omitted)} more characters are not shown. The first ${formatCount(MAX_ISSUE_BODY_CHARS)} characters are above.]`,
     );
   }
   const instructions = cut(clean(input.instructions ?? '').trim(), MAX_REPO_INSTRUCTIONS_CHARS);
@@ -52,7 +54,7 @@ export function buildInstruction(input: InstructionInput): string {
     parts.push(
       `Instructions from the repository's maintainers (.github/frognano.yml):\n${instructions.text}` +
         (instructions.omitted > 0
-          ? `\n[${instructions.omitted} more characters of instructions are not shown.]`
+          ? `\n[${formatCount(instructions.omitted)} more characters of instructions are not shown.]`
           : ''),
     );
   }
@@ -79,11 +81,4 @@ function cut(text: string, max: number): { text: string; omitted: number } {
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end -= 1;
   return { text: text.slice(0, end), omitted: text.length - end };
-}
-
-/** A fenced block whose fence (at least three backticks) is longer than any backtick run in `text`. */
-export function fence(text: string, info = 'text'): string {
-  const longest = Math.max(0, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length));
-  const ticks = '`'.repeat(Math.max(3, longest + 1));
-  return `${ticks}${info}\n${text}\n${ticks}`;
 }

@@ -109,7 +109,7 @@ export interface RunSummary {
    * `repo`), so a run stopped at a cap can say which setting stopped it.
    */
   caps?: { maxSteps: PolicyCap; maxTimeSec: PolicyCap };
-  /** Repository values lowered to the admin caps (the status comment shows them with `formatClamp`). */
+  /** Repository values lowered to the admin caps (the status comment shows them with `describeClamp`). */
   clamps?: Clamp[];
 }
 

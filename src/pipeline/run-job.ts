@@ -171,7 +171,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     try {
       await ctx.progress(p);
     } catch (err) {
-      logger.warn({ err: { message: (err as Error).message } }, 'progress report failed');
+      logger.warn({ err }, 'progress report failed');
     }
   };
   let summary: RunSummary | undefined;

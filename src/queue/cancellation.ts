@@ -115,10 +115,7 @@ export async function createCancelWatcher(options: {
             onCancel(req);
           }
         } catch (err) {
-          logger.debug(
-            { err: { message: (err as Error).message }, jobId },
-            'cancel check failed; will poll again',
-          );
+          logger.debug({ err, jobId }, 'cancel check failed; will poll again');
         } finally {
           checking = false;
         }

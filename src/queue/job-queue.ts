@@ -123,7 +123,7 @@ export function createJobQueue(options: {
     // Not skipWaitingForReady: BullMQ's first command must see a ready connection, else the queue
     // stays broken after Redis comes back. Waits are bounded by `bounded()` below instead.
   });
-  queue.on('error', (err) => logger.warn({ err: { message: err.message } }, 'queue error'));
+  queue.on('error', (err) => logger.warn({ err }, 'queue error'));
 
   const bounded = <T>(p: Promise<T>, what: string): Promise<T> => withTimeout(p, REDIS_TIMEOUT_MS, what);
 
@@ -180,7 +180,7 @@ export function createJobQueue(options: {
         await bounded(guard.forgetDelivery(deliveryId, jobId), 'forget delivery');
       } catch (err) {
         // Redis is down: the reservation becomes stale and is taken over after RESERVATION_GRACE_MS.
-        logger.warn({ err: { message: (err as Error).message }, jobId }, 'could not undo a reservation');
+        logger.warn({ err, jobId }, 'could not undo a reservation');
       }
     },
 

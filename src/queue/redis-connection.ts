@@ -45,7 +45,7 @@ export function createRedisConnection(
     const now = Date.now();
     if (now - lastLogged < 10_000) return;
     lastLogged = now;
-    options.logger.warn({ err: { message: err.message }, role }, 'redis connection error');
+    options.logger.warn({ err, role }, 'redis connection error');
   });
   return redis;
 }

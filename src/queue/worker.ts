@@ -5,7 +5,7 @@ import { AppError, isAppError } from '../app-error.js';
 import { createStatusComment, type StatusComment, type StatusState } from '../github-app/status-comment.js';
 import type { InstallationOctokit } from '../github-app/github-client.js';
 import { createJobLogger, type Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
+import type { JobFacts, WorkerMetrics } from '../observability/metrics.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { JobProgress } from '../pipeline/run-job.js';
 import {
@@ -93,7 +93,7 @@ export interface JobWorkerOptions {
   /** Minimum time between two "running (step n)" edits of the status comment, ms (default 10 000). */
   progressIntervalMs?: number;
   logger: Logger;
-  metrics?: Metrics;
+  metrics?: WorkerMetrics;
 }
 
 /** A running queue worker. */
@@ -203,7 +203,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
         slotHeld = true;
         stopKeepAlive = limiter.keepAlive(repoName, jobId, {
           onLost: () => log.warn('concurrency slot lease lost (Redis unreachable?); continuing'),
-          onError: (err) => log.debug({ err: { message: (err as Error).message } }, 'slot renewal failed'),
+          onError: (err) => log.debug({ err }, 'slot renewal failed'),
         });
       }
 
@@ -216,8 +216,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
       const show = (state: StatusState) =>
         status.update(state).then(
           () => undefined,
-          (err: unknown) =>
-            log.warn({ err: { message: (err as Error).message } }, 'status comment update failed'),
+          (err: unknown) => log.warn({ err }, 'status comment update failed'),
         );
 
       let outcome: Outcome;
@@ -263,7 +262,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
         });
       }
 
-      metrics?.recordOutcome(outcome, Date.now() - started);
+      metrics?.recordJob(jobFacts(outcome, Date.now() - started));
       await writeFinal(status, outcome, log);
       await finishIssue(data, jobId);
       log.info({ outcome: outcome.kind, elapsedMs: Date.now() - started }, 'job finished');
@@ -283,10 +282,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
     await guard
       .release(key, jobId)
       .catch((err: unknown) =>
-        logger.warn(
-          { err: { message: (err as Error).message }, jobId },
-          'could not release the issue guard (it will be taken over)',
-        ),
+        logger.warn({ err, jobId }, 'could not release the issue guard (it will be taken over)'),
       );
     await cancelRequests.clear(jobId).catch(() => undefined);
   }
@@ -301,7 +297,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
     autorun: true,
   });
 
-  worker.on('error', (err) => logger.warn({ err: { message: err.message } }, 'worker error'));
+  worker.on('error', (err) => logger.warn({ err }, 'worker error'));
   worker.on('stalled', (jobId) =>
     logger.warn({ jobId }, 'job stalled (its worker stopped renewing the lock); back to the queue'),
   );
@@ -320,18 +316,12 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
     try {
       const state = await job.getState();
       if (state !== 'failed') {
-        logger.warn(
-          { jobId, attemptsMade: job.attemptsMade, err: { message: err.message } },
-          'job attempt failed; it will run again',
-        );
+        logger.warn({ jobId, attemptsMade: job.attemptsMade, err }, 'job attempt failed; it will run again');
         return;
       }
       const parsed = jobDataSchema.safeParse(job.data);
       if (!parsed.success) {
-        logger.error(
-          { jobId, err: { message: err.message } },
-          'job with invalid data failed; no status comment can be written',
-        );
+        logger.error({ jobId, err }, 'job with invalid data failed; no status comment can be written');
         return;
       }
       const data = parsed.data;
@@ -342,10 +332,10 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
       });
       const outcome = failureOutcome(err);
       log.error(
-        { code: outcome.kind === 'failed' ? outcome.code : outcome.kind, err: { message: err.message } },
+        { code: outcome.kind === 'failed' ? outcome.code : outcome.kind, err },
         'job failed for good',
       );
-      metrics?.recordOutcome(outcome, Date.now() - (job.processedOn ?? job.timestamp));
+      metrics?.recordJob(jobFacts(outcome, Date.now() - (job.processedOn ?? job.timestamp)));
       try {
         const octokit = await options.getOctokit(data.installationId);
         const status = createStatusComment(
@@ -355,14 +345,11 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
         );
         await writeFinal(status, outcome, log);
       } catch (e) {
-        log.error(
-          { err: { message: (e as Error).message } },
-          'could not write the failure into the status comment',
-        );
+        log.error({ err: e }, 'could not write the failure into the status comment');
       }
       await finishIssue(data, jobId);
     } catch (e) {
-      logger.error({ jobId, err: { message: (e as Error).message } }, 'failed-job handling failed');
+      logger.error({ jobId, err: e }, 'failed-job handling failed');
     }
   }
 
@@ -401,7 +388,7 @@ async function writeFinal(status: StatusComment, outcome: Outcome, log: Logger):
       await status.update({ phase: 'finished', outcome });
       return;
     } catch (err) {
-      log.warn({ attempt, err: { message: (err as Error).message } }, 'final status comment update failed');
+      log.warn({ attempt, err: err }, 'final status comment update failed');
       if (attempt < 3) await new Promise((r) => setTimeout(r, 1000 * attempt));
     }
   }
@@ -425,9 +412,7 @@ function createProgressReporter(
   return (p) => {
     void job
       .updateProgress(p as unknown as Record<string, unknown>)
-      .catch((err: unknown) =>
-        log.debug({ err: { message: (err as Error).message } }, 'job progress not stored'),
-      );
+      .catch((err: unknown) => log.debug({ err }, 'job progress not stored'));
     const now = Date.now();
     const phaseChanged = p.stage !== lastPhase;
     if (!phaseChanged && now - lastWrite < intervalMs) return Promise.resolve();
@@ -496,4 +481,22 @@ async function settleWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The facts of a finished job that the metrics record (they take no pipeline types). */
+function jobFacts(outcome: Outcome, durationMs: number): JobFacts {
+  const summary = 'summary' in outcome ? outcome.summary : undefined;
+  return {
+    outcome: outcome.kind,
+    durationMs,
+    ...(summary
+      ? {
+          run: {
+            steps: summary.steps,
+            promptTokens: summary.promptTokens,
+            completionTokens: summary.completionTokens,
+          },
+        }
+      : {}),
+  };
 }

@@ -130,7 +130,7 @@ describe('e2e: admin policy and repository configuration', () => {
     expect(body).toContain('exit reason: `max_turns`');
     // (c) The repository asked for 100 steps: the comment says it was lowered to the cap.
     expect(body).toContain(
-      '`maxSteps: .github/frognano.yml asks for 100, above the admin cap of 3 (policy:rule[0] (octo-org/*)); 3 applies`',
+      '`maxSteps`: 3 instead of the 100 `.github/frognano.yml` asks for (capped by the admin policy rule `octo-org/*`).',
     );
     // The running state showed the capped maximum.
     expect(ghe.state.commentBodies(final.id).some((b) => b.includes('running (step 1 of 3)'))).toBe(true);
@@ -146,7 +146,7 @@ describe('e2e: admin policy and repository configuration', () => {
     expect(prBody).toContain(
       'The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).',
     );
-    expect(prBody).toContain('| Steps | 3 of 3 |');
+    expect(prBody).toMatch(/\| `max_turns` \| 3 of 3 \|/);
     expect(body).toContain(`Tests: \`${SPECIAL_COMMAND}\` — passed.`);
     expect(await ghe.readFile(OWNER, 'special', `frognano/issue-${n}`, 'calc.py')).toContain('a + b');
   });

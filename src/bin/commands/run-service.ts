@@ -34,7 +34,7 @@ export async function runService(
     return 0;
   }
   const env = loadEnv();
-  const logger = createLogger({ level: env.logLevel });
+  const logger = createLogger({ level: env.logLevel, format: env.logFormat });
   // Listened for from the start: a SIGTERM while start-up waits (Redis unreachable) still stops it.
   const signalled = waitForSignal(['SIGTERM', 'SIGINT']);
   const service = await Promise.race([start(env, logger), signalled.then(() => null)]);

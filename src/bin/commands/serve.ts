@@ -84,6 +84,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
           policyStore,
           adminUser: env.adminUser ?? undefined,
           adminPassword: env.adminPassword ?? undefined,
+          readOnly: !env.adminActions,
           basePath: '/admin',
           logger,
           loadRepoConfigs: async (owner, name) => {

@@ -10,11 +10,11 @@ import {
   createProbotApp,
   type InstallationOctokit,
 } from '../../github-app/github-client.js';
-import { checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
+import { checkModel, checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
 import type { ChatModel } from '../../llm/chat-model.js';
 import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
-import { createMetrics, type Metrics } from '../../observability/metrics.js';
+import { createWorkerMetrics, type WorkerMetrics } from '../../observability/metrics.js';
 import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
@@ -27,7 +27,8 @@ const USAGE = `usage: frognano-bot worker
 
 Start a queue worker: takes jobs from Redis (REDIS_URL), runs the pipeline (clone, sandbox, agent,
 tests, draft pull request) with WORKER_CONCURRENCY jobs at once, and serves /healthz, /readyz and
-/metrics on WORKER_PORT. Configuration comes from environment variables (see the README).
+/metrics on WORKER_HOST:WORKER_PORT (default 127.0.0.1:3001). Configuration comes from environment
+variables (see the README).
 SIGTERM or SIGINT stops taking jobs, waits up to SHUTDOWN_TIMEOUT_MS for running ones, then hands
 the rest back to the queue, and exits 0.
 `;
@@ -57,7 +58,10 @@ export interface StartWorkerOptions {
   throttle?: boolean;
   /** Port of `/healthz`, `/readyz` and `/metrics` overriding WORKER_PORT (0: any free port; null: none). */
   port?: number | null;
-  metrics?: Metrics;
+  /** Bind address of that server overriding WORKER_HOST. */
+  host?: string;
+  /** The worker's own metrics registry; default {@link createWorkerMetrics}. */
+  metrics?: WorkerMetrics;
   /** Minimum time between "running (step n)" edits of the status comment, ms. Default 10 000. */
   progressIntervalMs?: number;
 }
@@ -65,8 +69,8 @@ export interface StartWorkerOptions {
 /** A running worker process. */
 export interface RunningWorker {
   jobWorker: JobWorker;
-  metrics: Metrics;
-  /** `http://127.0.0.1:PORT` of the health and metrics server, or null when there is none. */
+  metrics: WorkerMetrics;
+  /** `http://HOST:PORT` of the health and metrics server as bound (`127.0.0.1` for all interfaces), or null. */
   url: string | null;
   /**
    * Graceful stop: no new jobs; running ones get SHUTDOWN_TIMEOUT_MS to finish, then are cancelled
@@ -85,7 +89,7 @@ export interface RunningWorker {
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const { env, logger } = options;
-  const metrics = options.metrics ?? createMetrics();
+  const metrics = options.metrics ?? createWorkerMetrics({ sandboxDriver: env.sandboxDriver });
   const policyStore =
     options.policyStore ??
     (env.policyFile ? createPolicyStore({ path: env.policyFile, logger }) : createStaticPolicyStore());
@@ -94,6 +98,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   let jobWorker: JobWorker | undefined;
   let closing = false;
   const port = options.port === undefined ? env.workerPort : options.port;
+  const host = options.host ?? env.workerHost;
   let http: Server | null = null;
   let url: string | null = null;
   if (port !== null && !(options.port === undefined && env.workerPort === 0)) {
@@ -139,9 +144,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     const server = http;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, () => resolve());
+      server.listen(port, host, () => resolve());
     });
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = httpUrl(host, (server.address() as AddressInfo).port);
   }
   const closeHttp = async (): Promise<void> => {
     if (!http) return;
@@ -215,7 +220,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   }
   const started = jobWorker;
   void removeKilledJobsFolders(env, redis, sandboxFactory, logger);
-  // Queue depth is reported by `serve`; the worker reports jobs, durations, steps and tokens.
+  // Queue depth is reported by `serve`; the worker reports its jobs, sandboxes and the model server.
+  metrics.setScrapeSources({
+    activeJobs: () => started.activeJobIds().length,
+    modelServerUp: async () => (await checkModel(env.modelUrl, env.modelApiKey)).ok,
+  });
 
   // Trajectories and test logs older than the retention are removed now and every few hours.
   const trajectories = createTrajectoryStore({
@@ -237,7 +246,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
 
   startingStep = null;
   logger.info(
-    { concurrency: env.workerConcurrency, url, sandboxDriver: env.sandboxDriver },
+    {
+      concurrency: env.workerConcurrency,
+      url,
+      listen: http ? `${host}:${(http.address() as AddressInfo).port}` : null,
+      sandboxDriver: env.sandboxDriver,
+    },
     'worker started',
   );
 
@@ -260,6 +274,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       return closed;
     },
   };
+}
+
+/** The URL a local client reaches a server bound to `host:port` at (all interfaces: loopback). */
+function httpUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
 /** The modules a job needs and an idle worker does not, imported once on first use. */
@@ -310,10 +330,7 @@ async function removeKilledJobsFolders(
     });
     if (removed.length > 0) logger.info({ removed }, 'removed the folders of killed jobs');
   } catch (err) {
-    logger.warn(
-      { err: { message: (err as Error).message } },
-      'could not look for the folders of killed jobs',
-    );
+    logger.warn({ err }, 'could not look for the folders of killed jobs');
   } finally {
     await queue.close().catch(() => undefined);
   }

@@ -1,3 +1,5 @@
+import { codeSpan, formatCount, formatDuration, pluralize, table } from '../../text/markdown.js';
+import { describeExit } from '../run-tests.js';
 import type { AttemptChoice } from './choose-attempt.js';
 import type { TestComparison } from './test-results.js';
 import { WHOLE_SUITE } from './test-results.js';
@@ -111,8 +113,10 @@ function brokenSentence(c: TestComparison): string {
 }
 
 /**
- * The "Tests on base and head" section: the verdict, a table (fixed, broken, still failing, new,
- * removed, passing on both) and the two runs' commands and results.
+ * The "Tests on base and head" section: the verdict, a table of the non-empty rows (fixed, broken,
+ * still failing, new, removed, passing on both), the base run's command, result and time, and the
+ * patched tree's counts. The patched run itself is described once, in the pull request's "Tests"
+ * section (`head` only adds its counts here).
  */
 export function renderTestComparison(
   c: TestComparison,
@@ -129,27 +133,36 @@ export function renderTestComparison(
   if (c.granularity === 'per-test') {
     rows.push(['New tests', newIds], ['Removed tests', removedIds], ['Passing on both', c.passingOnBoth]);
   }
-  out.push(
-    ['| | Count | Tests |', '|---|---:|---|', ...rows.map(([label, v]) => tableRow(label, v))].join('\n'),
-  );
+  // A row of zeros says nothing the verdict above does not.
+  const shown = rows.filter(([, v]) => (typeof v === 'number' ? v : v.length) > 0);
+  if (shown.length > 0) {
+    out.push(
+      table(
+        ['Result', 'Count', 'Tests'],
+        shown.map(([label, v]) => tableRow(label, v)),
+        'lrl',
+      ),
+    );
+  }
   const notes: string[] = [];
   if (c.granularity === 'suite') {
     notes.push(
       `The test runner gave no per-test results, so the runs are compared by exit code (${WHOLE_SUITE.replace(/ \(exit code\)$/, '')}).`,
     );
   }
-  if (runs.base) notes.push(`Base branch: ${describeRun(runs.base)}${countsText(c.baseCounts)}.`);
-  if (runs.head) notes.push(`This change: ${describeRun(runs.head)}${countsText(c.headCounts)}.`);
-  if (runs.base || runs.head) notes.push('Each run in a fresh sandbox.');
+  if (runs.base)
+    notes.push(`Base branch: ${describeRun(runs.base)}${countsText(c.baseCounts)}, in a fresh sandbox.`);
+  const headCounts = countsText(c.headCounts).replace(/^ — /, '');
+  if (runs.head && headCounts) notes.push(`This change: ${headCounts} (the run under Tests above).`);
   if (notes.length > 0) out.push(notes.join(' '));
   return out.join('\n\n');
 }
 
-function tableRow(label: string, value: string[] | number): string {
-  if (typeof value === 'number') return `| ${label} | ${value} | |`;
+function tableRow(label: string, value: string[] | number): string[] {
+  if (typeof value === 'number') return [label, formatCount(value), ''];
   const shown = value.slice(0, MAX_IDS_PER_ROW).map(code);
-  const more = value.length > shown.length ? `, and ${value.length - shown.length} more` : '';
-  return `| ${label} | ${value.length} | ${shown.join(', ')}${more} |`;
+  const more = value.length > shown.length ? `, and ${formatCount(value.length - shown.length)} more` : '';
+  return [label, formatCount(value.length), `${shown.join(', ')}${more}`];
 }
 
 function describeRun(r: TestRunFacts): string {
@@ -157,45 +170,45 @@ function describeRun(r: TestRunFacts): string {
     ? 'timed out'
     : r.passed
       ? 'passed'
-      : r.exitCode === null
-        ? 'killed by a signal'
-        : `failed (exit ${r.exitCode})`;
-  return `${code(r.command)} ${result} in ${seconds(r.durationMs)}`;
+      : `failed (${describeExit(r.exitCode, false)})`;
+  return `${code(r.command)} ${result} in ${formatDuration(r.durationMs)}`;
 }
 
 function countsText(counts: TestComparison['baseCounts']): string {
   if (!counts) return '';
-  return ` — ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`;
+  const parts = (['passed', 'failed', 'skipped'] as const)
+    .filter((k) => counts[k] > 0)
+    .map((k) => `${formatCount(counts[k])} ${k}`);
+  return parts.length > 0 ? ` — ${parts.join(', ')}` : '';
 }
 
 /** The "Changed test files" section: one row per file with its added and removed lines. */
 export function renderChangedTestFiles(report: TamperingReport): string {
   const rows = report.changedTestFiles
     .slice(0, 50)
-    .map((f) => `| ${code(f.path)} | ${f.status} | +${f.added} | −${f.removed} |`);
+    .map((f) => [code(f.path), f.status, `+${formatCount(f.added)}`, `−${formatCount(f.removed)}`]);
   const more =
     report.changedTestFiles.length > rows.length
-      ? `\n\n…and ${report.changedTestFiles.length - rows.length} more test files.`
+      ? `\n\n…and ${pluralize(report.changedTestFiles.length - rows.length, 'more test file')}.`
       : '';
-  return `${['| File | Change | Added | Removed |', '|---|---|---:|---:|', ...rows].join('\n')}${more}`;
+  return `${table(['File', 'Change', 'Added', 'Removed'], rows, 'llrr')}${more}`;
 }
 
 /** The "Attempts" section: why the chosen attempt won, then one row per attempt. */
 export function renderAttempts(choice: AttemptChoice): string {
-  const rows = choice.rows.map(
-    (r) => `| ${r.attempt} | ${r.chosen ? '**chosen**' : ''} | ${escapeCell(r.result)} |`,
-  );
+  const rows = choice.rows.map((r) => [
+    formatCount(r.attempt),
+    `${r.chosen ? '**chosen** — ' : ''}${escapeCell(r.result)}`,
+  ]);
   return [
     `${choice.reason} Each attempt ran independently in its own sandbox; the trajectories of all of them are kept with the job.`,
-    ['| Attempt | | Result |', '|---:|---|---|', ...rows].join('\n'),
+    table(['Attempt', 'Result'], rows, 'rl'),
   ].join('\n\n');
 }
 
-/** A code span for an untrusted name: no backticks, pipes or line breaks inside, cut to length. */
+/** A code span for an untrusted name in a table cell: no backticks, pipes or line breaks inside, cut to length. */
 function code(text: string): string {
-  let t = text.replace(/[\r\n]+/g, ' ').replace(/`/g, "'");
-  if (t.length > MAX_ID_CHARS) t = `${t.slice(0, MAX_ID_CHARS - 1)}…`;
-  return `\`${t.replace(/\|/g, '\\|')}\``;
+  return codeSpan(text, { max: MAX_ID_CHARS, table: true });
 }
 
 /** Table cell text: pipes escaped, line breaks flattened. */
@@ -203,11 +216,4 @@ function escapeCell(text: string): string {
   return text.replace(/[\r\n]+/g, ' ').replace(/\|/g, '\\|');
 }
 
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? '' : 's'}`;
-}
-
-function seconds(ms: number): string {
-  const s = Math.round(ms / 100) / 10;
-  return s < 60 ? `${s} s` : `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
-}
+const count = pluralize;

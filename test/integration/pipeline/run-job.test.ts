@@ -102,19 +102,17 @@ describe('runJob against the GHE stand-in, the local sandbox and a scripted mode
     expect(body).toMatch(/^> \[!WARNING\]\n> This pull request was written by a machine/);
     expect(body).toContain('review every line before merging');
     expect(body).toContain(`\nFixes #${data.issueNumber}\n`);
-    // The model's message is fenced (no mention, no closing keyword acted upon) and marked as model output.
+    // The model's message is quoted prose (no mention, no closing keyword acted upon), marked as model output.
     expect(body).toContain(
-      "Model output, not reviewed — the agent's final message:\n\n```text\nChanged add() to add. Fixes #999 @octocat\n```",
+      "Model output, not reviewed — the agent's final message:\n\n> Changed add() to add. Fixes #\u200b999 @\u200boctocat\n",
     );
     expect(body).toMatch(/```\n calc\.py \| 2 \+-\n 1 file changed, 1 insertion\(\+\), 1 deletion\(-\)\n```/);
     expect(body).toContain('`python3 -m pytest -q` — **passed**');
     expect(body).toContain('<details><summary>Last lines of the test output</summary>');
     expect(body).toMatch(/1 passed/);
-    expect(body).toContain('| Exit reason | `agent` |');
-    expect(body).toContain('| Steps | 3 of 10 |');
-    expect(body).toMatch(/\| Tokens \| \d+ prompt, \d+ completion \|/);
-    expect(body).toMatch(/\| Time \| \d+ s \|/);
-    expect(body).toContain(`| Job | \`${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}\` |`);
+    expect(body).toContain('| Exit reason | Steps | Tokens | Time |');
+    expect(body).toMatch(/\| `agent` \| 3 of 10 \| [\d,]+ prompt \+ [\d,]+ completion \| [\d.]+ s \|/);
+    expect(body).toContain(`<sub>Job \`${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}\`.`);
 
     // Label (created in the repository), review request, check run.
     expect(fx.ghe.state.labels(OWNER, REPO, pr.number)).toContain(NEEDS_REVIEW_LABEL);

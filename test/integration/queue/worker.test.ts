@@ -7,7 +7,7 @@ import { createInstallationClients } from '../../../src/github-app/github-client
 import { startServer, type RunningServer } from '../../../src/github-app/server.js';
 import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
-import { createMetrics } from '../../../src/observability/metrics.js';
+import { createWorkerMetrics } from '../../../src/observability/metrics.js';
 import type { Outcome, RunSummary } from '../../../src/pipeline/outcome.js';
 import { createConcurrencyLimiter } from '../../../src/queue/concurrency-limiter.js';
 import { JOB_NAME } from '../../../src/queue/job-queue.js';
@@ -144,7 +144,7 @@ async function jobOf(n: number) {
 describe('worker', () => {
   it('runs a job and edits one status comment in place: queued → preparing → running → outcome', async () => {
     const calls: Array<{ data: JobData; ctx: JobRunContext }> = [];
-    const metrics = createMetrics({ defaultMetrics: false });
+    const metrics = createWorkerMetrics({ defaultMetrics: false });
     await startTestWorker(
       async (data, ctx) => {
         calls.push({ data, ctx });

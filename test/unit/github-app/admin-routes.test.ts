@@ -96,6 +96,49 @@ describe('admin routes', () => {
     expect(body.queues[0]?.counts.waiting).toBe(1);
   });
 
+  it('serve Bull Board from this server only: no external fonts, a self-only CSP', async () => {
+    const base = await start();
+    const page = await fetch(`${base}/admin/queues`, { headers: basic(USER, PASSWORD) });
+    const html = await page.text();
+    expect(html).not.toMatch(/fonts\.(googleapis|gstatic)\.com/);
+    // Every URL the page loads is relative to its <base>, i.e. this server.
+    const urls = [...html.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(urls.length).toBeGreaterThan(3);
+    for (const url of urls) expect(url, url).not.toMatch(/^(https?:)?\/\//);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("font-src 'self'");
+  });
+
+  it('keep Bull Board read-only by default: no actions in the UI config or through the API', async () => {
+    const base = await start();
+    const api = (await (
+      await fetch(`${base}/admin/queues/api/queues`, { headers: basic(USER, PASSWORD) })
+    ).json()) as { queues: { readOnlyMode: boolean; allowRetries: boolean }[] };
+    expect(api.queues[0]).toMatchObject({ readOnlyMode: true, allowRetries: false });
+    for (const [method, path] of [
+      ['PUT', `/admin/queues/api/queues/${queueName}/clean/waiting`],
+      ['PUT', `/admin/queues/api/queues/${queueName}/retry/failed`],
+      ['POST', `/admin/queues/api/queues/${queueName}/add`],
+      ['PUT', `/admin/queues/api/queues/${queueName}/pause`],
+    ] as const) {
+      const res = await fetch(base + path, { method, headers: basic(USER, PASSWORD) });
+      expect(res.status, path).toBe(405);
+      expect(await res.text()).toContain('ADMIN_ACTIONS=true');
+    }
+    expect(await queue.getWaitingCount()).toBe(1);
+
+    // With actions enabled, the admin may pause the queue (and resume it).
+    const open = await start({ readOnly: false });
+    const paused = await fetch(`${open}/admin/queues/api/queues/${queueName}/pause`, {
+      method: 'PUT',
+      headers: basic(USER, PASSWORD),
+    });
+    expect(paused.status).toBe(200);
+    expect(await queue.isPaused()).toBe(true);
+    await queue.resume();
+  });
+
   it('show the effective policy of a repository with the source of each value', async () => {
     const loaded: LoadedRepoConfigs = {
       repoConfig: parseRepoConfig('maxSteps: 120\ntestCommand: make test\n', '.github/frognano.yml'),

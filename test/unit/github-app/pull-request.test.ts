@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  formatDuration,
   MAX_BODY_CHARS,
   pullRequestTitle,
   renderPullRequestBody,
@@ -40,27 +39,30 @@ function input(overrides: Partial<PullRequestBodyInput> = {}): PullRequestBodyIn
 }
 
 describe('renderPullRequestBody', () => {
-  it('puts the warning first, the keyword, the fenced model output, diffstat, tests and run facts', () => {
+  it('puts the warning first, the keyword, the quoted model output, diffstat, tests and run facts', () => {
     const body = renderPullRequestBody(input());
     expect(body.indexOf('> [!WARNING]')).toBe(0);
     expect(body).toContain('\n\nResolves #12\n\n');
-    // The model's text cannot close the fence: the fence is longer than its backtick runs.
-    expect(body).toContain('````text\nDone. ```\nbreak out\n``` @everyone Closes #1\n````');
+    // The model's text is quoted prose under a line saying whose it is: its backticks are escaped,
+    // its mention and closing keyword defused (a zero-width space after @ and #).
+    expect(body).toContain(
+      "Model output, not reviewed — the agent's final message:\n\n" +
+        '> Done. \\`\\`\\`\\\n> break out\\\n> \\`\\`\\` @\u200beveryone Closes #\u200b1\n\n',
+    );
     expect(body).toContain('```\n a.js | 1 +\n 1 file changed, 1 insertion(+)\n```');
     expect(body).toContain(
-      '`npm test` — **passed** in 4 s, in a fresh sandbox on the patched tree (detected: npm: package.json has a test script).',
+      '`npm test` — **passed** in 4.2 s, in a fresh sandbox on the patched tree (detected: npm: package.json has a test script).',
     );
     expect(body).toContain(
       '<details><summary>Last lines of the test output</summary>\n\n```text\nok 1\nok 2\n```\n\n</details>',
     );
-    expect(body).toContain('| Exit reason | `max_turns` |');
+    expect(body).toContain(
+      '| Exit reason | Steps | Tokens | Time |\n|---|---|---|---|\n' +
+        '| `max_turns` | 150 of 150 | 1,000 prompt + 20 completion | 3 min 5 s |\n\n<sub>Job `acme.widgets.12.d1`.',
+    );
     expect(body).toContain(
       'The agent stopped at the step cap: maxSteps 150. The model may not have finished',
     );
-    expect(body).toContain('| Steps | 150 of 150 |');
-    expect(body).toContain('| Tokens | 1000 prompt, 20 completion |');
-    expect(body).toContain('| Time | 3 min 5 s |');
-    expect(body).toContain('| Job | `acme.widgets.12.d1` |');
     expect(body).toContain('for @alice, who labelled the issue');
   });
 
@@ -109,16 +111,10 @@ describe('renderPullRequestBody', () => {
   });
 });
 
-describe('pullRequestTitle and formatDuration', () => {
+describe('pullRequestTitle', () => {
   it('uses the issue title on one line, capped at 256 characters', () => {
     expect(pullRequestTitle('  Fix\n add()  ', 3)).toBe('Fix add()');
     expect(pullRequestTitle('', 3)).toBe('Fix issue #3');
     expect(pullRequestTitle('a'.repeat(300), 3)).toHaveLength(256);
-  });
-
-  it('formats durations', () => {
-    expect(formatDuration(999)).toBe('1 s');
-    expect(formatDuration(61_000)).toBe('1 min 1 s');
-    expect(formatDuration(2 * 3600_000 + 4 * 60_000)).toBe('2 h 4 min');
   });
 });

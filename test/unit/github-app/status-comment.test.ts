@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   capStopLine,
   describePolicySource,
-  formatDuration,
   renderStatus,
   STATUS_MARKER,
   untrusted,
@@ -88,7 +87,7 @@ describe('renderStatus', () => {
     expect(text(all[4]!)).not.toContain('broke its protocol');
     expect(text(all[8]!)).toContain('check the app’s permissions');
     expect(text(all[1]!)).toContain(
-      'steps: 12 of 100 · tokens: 123,456 prompt + 789 completion · time: 3m 12s · exit reason: `agent`',
+      'steps: 12 of 100 · tokens: 123,456 prompt + 789 completion · time: 3 min 12 s · exit reason: `agent`',
     );
   });
 
@@ -116,7 +115,7 @@ describe('renderStatus', () => {
     const body = renderStatus({ phase: 'finished', outcome: { kind: 'no_change', summary: capped } });
     expect(body).toContain('The agent stopped at the step cap: maxSteps 3 (admin policy rule `octo-org/*`).');
     expect(body).toContain(
-      '- `maxSteps: .github/frognano.yml asks for 100, above the admin cap of 3 (policy:rule[0] (octo-org/*)); 3 applies`',
+      '- `maxSteps`: 3 instead of the 100 `.github/frognano.yml` asks for (capped by the admin policy rule `octo-org/*`).',
     );
     const timed = renderStatus({
       phase: 'finished',
@@ -166,11 +165,5 @@ describe('renderStatus', () => {
       outcome: { kind: 'failed', code: 'X', message: 'ping @admin', retryable: false },
     });
     expect(body).not.toContain('@admin');
-  });
-
-  it('formats durations', () => {
-    expect(formatDuration(45_000)).toBe('45s');
-    expect(formatDuration(192_000)).toBe('3m 12s');
-    expect(formatDuration(3_720_000)).toBe('1h 2m');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildInstruction, fence, MAX_ISSUE_BODY_CHARS } from '../../../src/pipeline/instruction.js';
+import { buildInstruction, MAX_ISSUE_BODY_CHARS } from '../../../src/pipeline/instruction.js';
 
 const base = {
   repository: 'acme/widgets',
@@ -51,12 +51,5 @@ describe('buildInstruction', () => {
       "Instructions from the repository's maintainers (.github/frognano.yml):\nUse tabs.",
     );
     expect(text).toContain("The repository's tests are run with: python3 -m pytest -q");
-  });
-});
-
-describe('fence', () => {
-  it('uses three backticks unless the text has a longer run', () => {
-    expect(fence('x')).toBe('```text\nx\n```');
-    expect(fence('a ```` b', 'diff')).toBe('`````diff\na ```` b\n`````');
   });
 });

@@ -29,7 +29,7 @@ const RUN = {
 const NO_TAMPERING = detectTestTampering({ files: [] });
 
 describe('renderTestComparison', () => {
-  it('shows one fixed, one still failing and nothing broken as a table with the two runs', () => {
+  it('shows one fixed, one still failing and nothing broken as a table without empty rows, and the base run', () => {
     const c = compareTestRuns(
       BASE,
       side([
@@ -42,17 +42,15 @@ describe('renderTestComparison', () => {
       [
         'With this change 1 test that failed on the base branch passes, and no test that passed breaks.',
         '',
-        '| | Count | Tests |',
+        '| Result | Count | Tests |',
         '|---|---:|---|',
         '| Fixed (failed → passed) | 1 | `test_calc::test_add` |',
-        '| Broken (passed → failed) | 0 |  |',
         '| Still failing | 1 | `test_other::test_unrelated` |',
-        '| New tests | 0 |  |',
-        '| Removed tests | 0 |  |',
-        '| Passing on both | 1 | |',
+        '| Passing on both | 1 |  |',
         '',
-        'Base branch: `python3 -m pytest -q` failed (exit 1) in 1.2 s — 1 passed, 2 failed, 0 skipped. ' +
-          'This change: `python3 -m pytest -q` failed (exit 1) in 1.2 s — 2 passed, 1 failed, 0 skipped. Each run in a fresh sandbox.',
+        // The patched run is described once, in the pull request's Tests section: only its counts here.
+        'Base branch: `python3 -m pytest -q` failed (exit 1) in 1.2 s — 1 passed, 2 failed, in a fresh sandbox. ' +
+          'This change: 2 passed, 1 failed (the run under Tests above).',
       ].join('\n'),
     );
   });
@@ -135,8 +133,8 @@ describe('buildEvidence', () => {
     ]);
     const attempts = evidence.sections.find((s) => s.title === 'Attempts')?.markdown ?? '';
     expect(attempts).toContain('Attempt 2 was chosen');
-    expect(attempts).toContain('| 1 |  | refused: protected path |');
-    expect(attempts).toContain('| 2 | **chosen** | 1 fixed, 1 broken, 1 still failing; 2 lines in 1 file |');
+    expect(attempts).toContain('| Attempt | Result |\n|---:|---|\n| 1 | refused: protected path |');
+    expect(attempts).toContain('| 2 | **chosen** — 1 fixed, 1 broken, 1 still failing; 2 lines in 1 file |');
   });
 
   it('has no attempts section for a single attempt and no table without tests', () => {
