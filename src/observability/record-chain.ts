@@ -225,10 +225,20 @@ export async function verifyChain(
   }
   // The latest sweep says where the chain starts now.
   let start = { seq: 0, prevHash: null as string | null };
-  for (const s of [...report.sweeps].reverse()) {
-    const body = sweepSchema.parse(entries.get(s.seq)?.entry?.body);
-    start = body.chainStart;
-    break;
+  const latestSweep = [...entries.entries()].filter(([, i]) => i.link?.kind === 'sweep').pop();
+  if (latestSweep) {
+    const [seq, item] = latestSweep;
+    const body = sweepSchema.safeParse(item.entry?.body);
+    if (item.problem || !body.success) {
+      report.broken = {
+        seq,
+        jobId: null,
+        key: item.link?.key ?? null,
+        problem: `entry ${seq} (retention sweep): ${item.problem ?? 'not a valid sweep entry'}`,
+      };
+      return report;
+    }
+    start = body.data.chainStart;
   }
   report.start = start.seq;
   const head = (await getJson(store, headKey(repo))) as { seq?: unknown; hash?: unknown } | null;
