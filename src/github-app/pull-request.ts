@@ -79,6 +79,7 @@ export async function publishPullRequest(
     headSha: request.headSha,
     pullNumber: number,
     pullUrl: url,
+    jobId: request.body.summary.jobId,
   });
   return { number, url, updated, checkRunId };
 }
@@ -213,6 +214,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
       `| Job | \`${s.jobId}\` |`,
     ].join('\n'),
   );
+  out.push(`Run record of this job: \`frognano-bot audit show ${s.jobId.replace(/`/g, '')}\``);
   out.push(
     `<sub>Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
       'The bot never marks this pull request ready, approves it or merges it.</sub>',

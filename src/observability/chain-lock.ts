@@ -40,9 +40,13 @@ export function createRedisChainLock(options: {
         const ok = await options.redis.set(key, token, 'PX', leaseMs, 'NX');
         if (ok === 'OK') break;
         if (Date.now() > deadline) {
-          throw new AppError('RECORD_LOCK_TIMEOUT', `the run record chain of ${repo} stayed locked for ${waitMs} ms`, {
-            retryable: true,
-          });
+          throw new AppError(
+            'RECORD_LOCK_TIMEOUT',
+            `the run record chain of ${repo} stayed locked for ${waitMs} ms`,
+            {
+              retryable: true,
+            },
+          );
         }
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 250);

@@ -65,7 +65,10 @@ async function getJson(store: RecordStore, key: string): Promise<unknown> {
 /** The current last link of a chain (following links written after a stale head), or null for none. */
 async function readHead(store: RecordStore, repo: string): Promise<{ seq: number; hash: string } | null> {
   const raw = (await getJson(store, headKey(repo))) as { seq?: unknown; hash?: unknown } | null;
-  let head = raw && typeof raw.seq === 'number' && typeof raw.hash === 'string' ? { seq: raw.seq, hash: raw.hash } : null;
+  let head =
+    raw && typeof raw.seq === 'number' && typeof raw.hash === 'string'
+      ? { seq: raw.seq, hash: raw.hash }
+      : null;
   // A writer that died between link and head: the link is the truth.
   for (;;) {
     const next = chainLinkSchema.safeParse(await getJson(store, linkKey(repo, head ? head.seq + 1 : 0)));
@@ -110,7 +113,10 @@ export async function appendEntry(
       body: entry.body,
     };
     const stored: ChainEntry = { ...unsigned, hash: entryHash(unsigned) };
-    const key = entry.jobId !== null ? `${jobFolder(entry.jobId)}${pad(seq)}-${entry.kind}.json` : `repos/${repo}/${pad(seq)}-${entry.kind}.json`;
+    const key =
+      entry.jobId !== null
+        ? `${jobFolder(entry.jobId)}${pad(seq)}-${entry.kind}.json`
+        : `repos/${repo}/${pad(seq)}-${entry.kind}.json`;
     const link: ChainLink = { seq, key, kind: entry.kind, jobId: entry.jobId, hash: stored.hash };
     await store.put(key, `${JSON.stringify(stored, null, 2)}\n`);
     await store.put(linkKey(repo, seq), `${JSON.stringify(link)}\n`);
@@ -134,7 +140,11 @@ export async function readJobEntries(store: RecordStore, jobId: string): Promise
     const parsed = chainEntrySchema.safeParse(await getJson(store, key));
     if (!parsed.success) continue;
     const link = chainLinkSchema.safeParse(await getJson(store, linkKey(parsed.data.repo, parsed.data.seq)));
-    out.push({ key, entry: parsed.data, linked: link.success && link.data.key === key && link.data.hash === parsed.data.hash });
+    out.push({
+      key,
+      entry: parsed.data,
+      linked: link.success && link.data.key === key && link.data.hash === parsed.data.hash,
+    });
   }
   return out.sort((a, b) => a.entry.seq - b.entry.seq);
 }
@@ -192,22 +202,37 @@ export async function verifyChain(
   const linkKeys = (await store.list(`chains/${repo}/`)).filter((k) => /\/\d{10}\.json$/.test(k));
   const seqs = linkKeys.map((k) => Number(/(\d{10})\.json$/.exec(k)?.[1]));
   const report: ChainReport = { repo, checked: 0, broken: null, sweeps: [], start: 0, last: -1 };
-  const entries = new Map<number, { link: ChainLink | null; entry: ChainEntry | null; problem: string | null }>();
+  const entries = new Map<
+    number,
+    { link: ChainLink | null; entry: ChainEntry | null; problem: string | null }
+  >();
   for (const seq of seqs) {
     const rawLink = await getJson(store, linkKey(repo, seq));
     const link = chainLinkSchema.safeParse(rawLink);
     if (!link.success || link.data.seq !== seq) {
-      entries.set(seq, { link: null, entry: null, problem: `its chain link ${linkKey(repo, seq)} is not a valid link (edited)` });
+      entries.set(seq, {
+        link: null,
+        entry: null,
+        problem: `its chain link ${linkKey(repo, seq)} is not a valid link (edited)`,
+      });
       continue;
     }
     const raw = await getJson(store, link.data.key);
     if (raw === null) {
-      entries.set(seq, { link: link.data, entry: null, problem: `its ${link.data.kind} file ${link.data.key} is missing (removed)` });
+      entries.set(seq, {
+        link: link.data,
+        entry: null,
+        problem: `its ${link.data.kind} file ${link.data.key} is missing (removed)`,
+      });
       continue;
     }
     const entry = chainEntrySchema.safeParse(raw);
     if (!entry.success) {
-      entries.set(seq, { link: link.data, entry: null, problem: `its ${link.data.kind} file ${link.data.key} is not a valid entry (edited)` });
+      entries.set(seq, {
+        link: link.data,
+        entry: null,
+        problem: `its ${link.data.kind} file ${link.data.key} is not a valid entry (edited)`,
+      });
       continue;
     }
     const e = entry.data;
@@ -215,12 +240,19 @@ export async function verifyChain(
     let problem: string | null = null;
     if (recomputed !== e.hash || e.hash !== link.data.hash)
       problem = `its ${e.kind} file ${link.data.key} was changed after it was written (hash ${recomputed.slice(0, 12)}…, chained ${link.data.hash.slice(0, 12)}…)`;
-    else if (e.seq !== seq || e.repo !== repo) problem = `its file ${link.data.key} belongs to ${e.repo} #${e.seq} (moved)`;
+    else if (e.seq !== seq || e.repo !== repo)
+      problem = `its file ${link.data.key} belongs to ${e.repo} #${e.seq} (moved)`;
     entries.set(seq, { link: link.data, entry: e, problem });
     if (e.kind === 'sweep' && !problem) {
       const body = sweepSchema.safeParse(e.body);
       if (body.success)
-        report.sweeps.push({ seq, at: e.at, removed: body.data.removed.length, cutoff: body.data.cutoff, reason: body.data.reason });
+        report.sweeps.push({
+          seq,
+          at: e.at,
+          removed: body.data.removed.length,
+          cutoff: body.data.cutoff,
+          reason: body.data.reason,
+        });
     }
   }
   // The latest sweep says where the chain starts now.
@@ -252,11 +284,17 @@ export async function verifyChain(
   let prevHash = start.prevHash;
   for (let seq = start.seq; seq <= maxSeq; seq++) {
     const item = entries.get(seq);
-    const inScope = (at: string | undefined): boolean => since === undefined || at === undefined || Date.parse(at) >= since;
+    const inScope = (at: string | undefined): boolean =>
+      since === undefined || at === undefined || Date.parse(at) >= since;
     if (!item) {
       const next = [...entries.entries()].find(([s]) => s > seq)?.[1];
       if (!inScope(next?.entry?.at)) continue;
-      return fail({ seq, jobId: null, key: linkKey(repo, seq), problem: `entry ${seq} is missing from the chain (its link was removed)${next?.link ? `; entry ${next.link.seq} (job ${next.link.jobId ?? 'none'}) no longer follows` : ''}` });
+      return fail({
+        seq,
+        jobId: null,
+        key: linkKey(repo, seq),
+        problem: `entry ${seq} is missing from the chain (its link was removed)${next?.link ? `; entry ${next.link.seq} (job ${next.link.jobId ?? 'none'}) no longer follows` : ''}`,
+      });
     }
     const { link, entry, problem } = item;
     if (problem || !entry) {
@@ -264,16 +302,34 @@ export async function verifyChain(
         prevHash = link?.hash ?? prevHash;
         continue;
       }
-      return fail({ seq, jobId: link?.jobId ?? null, key: link?.key ?? null, problem: `entry ${seq}: ${problem ?? 'unreadable'}` });
+      return fail({
+        seq,
+        jobId: link?.jobId ?? null,
+        key: link?.key ?? null,
+        problem: `entry ${seq}: ${problem ?? 'unreadable'}`,
+      });
     }
     if (entry.prevHash !== prevHash && inScope(entry.at)) {
-      return fail({ seq, jobId: entry.jobId, key: link?.key ?? null, problem: `entry ${seq} does not follow entry ${seq - 1}: its prevHash differs (an entry before it was replaced, reordered or removed)` });
+      return fail({
+        seq,
+        jobId: entry.jobId,
+        key: link?.key ?? null,
+        problem: `entry ${seq} does not follow entry ${seq - 1}: its prevHash differs (an entry before it was replaced, reordered or removed)`,
+      });
     }
     prevHash = entry.hash;
     if (inScope(entry.at)) report.checked++;
   }
-  if (maxSeq >= start.seq && (typeof head?.seq !== 'number' || head.seq !== maxSeq || head.hash !== prevHash)) {
-    return fail({ seq: maxSeq, jobId: null, key: headKey(repo), problem: `the chain head does not match the last entry ${maxSeq} (entries after it were removed, or the head was edited)` });
+  if (
+    maxSeq >= start.seq &&
+    (typeof head?.seq !== 'number' || head.seq !== maxSeq || head.hash !== prevHash)
+  ) {
+    return fail({
+      seq: maxSeq,
+      jobId: null,
+      key: headKey(repo),
+      problem: `the chain head does not match the last entry ${maxSeq} (entries after it were removed, or the head was edited)`,
+    });
   }
   return report;
 }
@@ -308,14 +364,28 @@ export async function sweepChain(
   const cutoffMs = options.cutoff.getTime();
   const plan = await lock.withLock(repo, async () => {
     const report = await verifyChain(store, repo);
-    const removed: Array<{ seq: number; kind: string; jobId: string | null; at: string; hash: string; key: string }> = [];
+    const removed: Array<{
+      seq: number;
+      kind: string;
+      jobId: string | null;
+      at: string;
+      hash: string;
+      key: string;
+    }> = [];
     let next: { seq: number; prevHash: string | null } = { seq: report.start, prevHash: null };
     for (let seq = report.start; seq <= report.last; seq++) {
       const link = chainLinkSchema.safeParse(await getJson(store, linkKey(repo, seq)));
       if (!link.success) break;
       const entry = chainEntrySchema.safeParse(await getJson(store, link.data.key));
       if (!entry.success || Date.parse(entry.data.at) >= cutoffMs) break;
-      removed.push({ seq, kind: entry.data.kind, jobId: entry.data.jobId, at: entry.data.at, hash: entry.data.hash, key: link.data.key });
+      removed.push({
+        seq,
+        kind: entry.data.kind,
+        jobId: entry.data.jobId,
+        at: entry.data.at,
+        hash: entry.data.hash,
+        key: link.data.key,
+      });
       next = { seq: seq + 1, prevHash: entry.data.hash };
     }
     return { removed, next, last: report.last };
@@ -325,7 +395,9 @@ export async function sweepChain(
   // Keep the folder of a job that still has a newer entry (an approval after the cutoff).
   const jobsGone: string[] = [];
   for (const jobId of removedJobs) {
-    const kept = (await readJobEntries(store, jobId)).some((e) => e.linked && !plan.removed.some((r) => r.seq === e.entry.seq));
+    const kept = (await readJobEntries(store, jobId)).some(
+      (e) => e.linked && !plan.removed.some((r) => r.seq === e.entry.seq),
+    );
     if (!kept) jobsGone.push(jobId);
   }
   const now = options.now ?? new Date();

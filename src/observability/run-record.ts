@@ -23,8 +23,8 @@ export const recordedTestRunSchema = z.object({
   passed: z.boolean(),
   timedOut: z.boolean(),
   durationMs: z.number().nonnegative(),
-  /** Per-test results (name, status), when the runner gave a report. */
-  tests: z.array(z.object({ name: z.string(), status: z.string() }).passthrough()).nullable(),
+  /** Per-test results (id, status, message), when the runner gave a report. */
+  tests: z.array(z.object({ id: z.string(), status: z.string() }).passthrough()).nullable(),
   /** Store key of the full output log, when it was uploaded. */
   logKey: z.string().nullable(),
 });
@@ -115,7 +115,9 @@ export const runRecordSchema = z.object({
     })
     .nullable(),
   outcome: z.object({ kind: z.string(), headline: z.string(), detail: z.record(z.string(), z.unknown()) }),
-  pullRequest: z.object({ number: z.number().int(), url: z.string(), checkRunId: z.number().int().nullable() }).nullable(),
+  pullRequest: z
+    .object({ number: z.number().int(), url: z.string(), checkRunId: z.number().int().nullable() })
+    .nullable(),
 });
 export type RunRecord = z.infer<typeof runRecordSchema>;
 
@@ -147,7 +149,13 @@ export const sweepSchema = z.object({
   cutoff: isoTime,
   reason: z.string(),
   removed: z.array(
-    z.object({ seq: z.number().int(), kind: z.string(), jobId: z.string().nullable(), at: isoTime, hash: sha256Hex }),
+    z.object({
+      seq: z.number().int(),
+      kind: z.string(),
+      jobId: z.string().nullable(),
+      at: isoTime,
+      hash: sha256Hex,
+    }),
   ),
   /** Job folders deleted with them (trajectories, logs). */
   jobs: z.array(z.string()),

@@ -67,7 +67,10 @@ export function createS3RecordStore(options: S3RecordStoreOptions): RecordStore 
         if (!res.Body) return Buffer.alloc(0);
         return Buffer.from(await res.Body.transformToByteArray());
       } catch (err) {
-        if (err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404))
+        if (
+          err instanceof S3ServiceException &&
+          (err.name === 'NoSuchKey' || err.$metadata.httpStatusCode === 404)
+        )
           return null;
         throw storeUnavailable(location, `read ${key}`, err);
       }

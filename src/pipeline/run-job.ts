@@ -24,6 +24,7 @@ import { buildInstruction } from './instruction.js';
 import { classifyError, type Outcome, type RunSummary } from './outcome.js';
 import { prepareSandbox } from './prepare-sandbox.js';
 import { publishChange, type PublishPullRequest } from './publish-change.js';
+import type { RunFacts } from './run-recorder.js';
 import { verifyPatch, type BaseTestsMemo, type RefusedPatch, type VerifiedPatch } from './verify-patch.js';
 
 /**
@@ -96,6 +97,8 @@ export interface RunJobDeps {
   publishPullRequest: PublishPullRequest;
   /** Wall-clock limit of the test command, in milliseconds (default 30 min). */
   testTimeoutMs?: number;
+  /** Receives facts for the run record (policy, base commit, instruction, chosen patch); errors are not caught. */
+  onFacts?: (facts: Partial<RunFacts>) => void;
   now?: () => Date;
 }
 
@@ -185,6 +188,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       signal,
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
+    deps.onFacts?.({ policy, baseSha, dir });
 
     // 2. The agent, once per attempt, in parallel sandboxes.
     const count = bestOfN(policy);
@@ -219,6 +223,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           instructions: policy.instructions,
           testCommand: testHint,
         });
+        deps.onFacts?.({ instruction });
         return await runAgentLoop({
           model,
           sandbox,
@@ -320,6 +325,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     // 4. Publish the chosen attempt.
     const verified = winner.verified;
     const patch = winner.trajectory.patch ?? '';
+    deps.onFacts?.({ verified, patch });
     summary = winner.summary;
     summary.diffstat = verified.diffstat;
     const tests = verified.tests;

@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createProcessChainLock, createRedisChainLock } from '../../../src/observability/chain-lock.js';
-import { appendEntry, linkKey, readJobEntries, sweepChain, verifyChain } from '../../../src/observability/record-chain.js';
+import {
+  appendEntry,
+  linkKey,
+  readJobEntries,
+  sweepChain,
+  verifyChain,
+} from '../../../src/observability/record-chain.js';
 import { createVolumeRecordStore, type RecordStore } from '../../../src/observability/record-store.js';
 import { connectTestRedis, deletePrefix, uniquePrefix } from '../queue/redis-helper.js';
 
@@ -35,13 +41,22 @@ beforeEach(async () => {
 
 const lock = createProcessChainLock();
 const record = (jobId: string, at: string) =>
-  appendEntry(store, lock, REPO, { kind: 'record', jobId, at: new Date(at), body: { schema: 'test', runId: `run-${jobId}` } });
+  appendEntry(store, lock, REPO, {
+    kind: 'record',
+    jobId,
+    at: new Date(at),
+    body: { schema: 'test', runId: `run-${jobId}` },
+  });
 
 describe('record chain', () => {
   it('chains entries: each carries the previous hash; verify passes', async () => {
     const a = await record('job.1', '2026-01-01T00:00:00Z');
     const b = await record('job.2', '2026-01-02T00:00:00Z');
-    const c = await appendEntry(store, lock, REPO, { kind: 'approval', jobId: 'job.1', body: { id: 'review-7' } });
+    const c = await appendEntry(store, lock, REPO, {
+      kind: 'approval',
+      jobId: 'job.1',
+      body: { id: 'review-7' },
+    });
     expect([a.seq, b.seq, c.seq]).toEqual([0, 1, 2]);
     expect(a.prevHash).toBeNull();
     expect(b.prevHash).toBe(a.hash);
@@ -72,10 +87,17 @@ describe('record chain', () => {
     await record('job.2', '2026-01-02T00:00:00Z');
     await record('job.3', '2026-01-03T00:00:00Z');
     await rm(join(dir, 'jobs', 'job.2', '0000000001-record.json'));
-    expect((await verifyChain(store, REPO)).broken).toMatchObject({ seq: 1, jobId: 'job.2', problem: expect.stringMatching(/missing \(removed\)/) });
+    expect((await verifyChain(store, REPO)).broken).toMatchObject({
+      seq: 1,
+      jobId: 'job.2',
+      problem: expect.stringMatching(/missing \(removed\)/),
+    });
     await rm(join(dir, 'jobs', 'job.2'), { recursive: true });
     await store.delete(linkKey('octo-org/calc', 1));
-    expect((await verifyChain(store, REPO)).broken).toMatchObject({ seq: 1, problem: expect.stringMatching(/missing from the chain/) });
+    expect((await verifyChain(store, REPO)).broken).toMatchObject({
+      seq: 1,
+      problem: expect.stringMatching(/missing from the chain/),
+    });
   });
 
   it('detects entries swapped (reordered) and the last entry removed', async () => {
@@ -93,7 +115,10 @@ describe('record chain', () => {
     expect((await verifyChain(store, REPO)).broken).toBeNull();
     await store.delete(linkKey('octo-org/calc', 2));
     await rm(join(dir, 'jobs', 'job.3'), { recursive: true });
-    expect((await verifyChain(store, REPO)).broken).toMatchObject({ seq: 2, problem: expect.stringMatching(/missing from the chain/) });
+    expect((await verifyChain(store, REPO)).broken).toMatchObject({
+      seq: 2,
+      problem: expect.stringMatching(/missing from the chain/),
+    });
     // Removing the head too is what a forger would do: the chain then ends one entry early, and the
     // head no longer matches.
     await store.put('chains/octo-org/calc/head.json', JSON.stringify({ seq: 2, hash: 'f'.repeat(64) }));
@@ -118,7 +143,9 @@ describe('record chain', () => {
     const report = await verifyChain(store, REPO);
     expect(report.broken).toBeNull();
     expect(report.start).toBe(2);
-    expect(report.sweeps).toEqual([expect.objectContaining({ seq: 3, removed: 2, reason: 'older than the retention of 30 days' })]);
+    expect(report.sweeps).toEqual([
+      expect.objectContaining({ seq: 3, removed: 2, reason: 'older than the retention of 30 days' }),
+    ]);
     // The sweep entry is itself chained: editing it breaks the chain.
     const sweepFile = join(dir, 'repos', 'octo-org', 'calc', '0000000003-sweep.json');
     await writeFile(sweepFile, (await readFile(sweepFile, 'utf8')).replace('older than', 'younger than'));
@@ -130,7 +157,11 @@ describe('record chain', () => {
     const stores = [createVolumeRecordStore({ dir }), createVolumeRecordStore({ dir })];
     await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        appendEntry(stores[i % 2]!, locks[i % 2]!, REPO, { kind: 'record', jobId: `job.${i}`, body: { runId: `r${i}` } }),
+        appendEntry(stores[i % 2]!, locks[i % 2]!, REPO, {
+          kind: 'record',
+          jobId: `job.${i}`,
+          body: { runId: `r${i}` },
+        }),
       ),
     );
     const report = await verifyChain(store, REPO);

@@ -10,7 +10,10 @@ import { createVolumeRecordStore, type RecordStore } from '../../../src/observab
 import { createS3RecordStore } from '../../../src/observability/s3-record-store.js';
 import { startTestS3Server, type TestS3Server } from '../../helpers/s3-server.js';
 
-function contract(name: string, open: () => Promise<{ store: RecordStore; down?: () => Promise<void>; up?: () => Promise<void> }>) {
+function contract(
+  name: string,
+  open: () => Promise<{ store: RecordStore; down?: () => Promise<void>; up?: () => Promise<void> }>,
+) {
   describe(`record store contract: ${name}`, () => {
     let store: RecordStore;
     let down: (() => Promise<void>) | undefined;
@@ -46,16 +49,19 @@ function contract(name: string, open: () => Promise<{ store: RecordStore; down?:
       }
     });
 
-    it.runIf(name === 's3')('a store that is down fails with a retryable RECORD_STORE_UNAVAILABLE, and works again when back', async () => {
-      await down?.();
-      await expect(store.put('jobs/x/y.json', 'x')).rejects.toMatchObject({
-        code: 'RECORD_STORE_UNAVAILABLE',
-        retryable: true,
-      });
-      await up?.();
-      await store.put('jobs/x/y.json', 'x');
-      expect((await store.get('jobs/x/y.json'))?.toString()).toBe('x');
-    });
+    it.runIf(name === 's3')(
+      'a store that is down fails with a retryable RECORD_STORE_UNAVAILABLE, and works again when back',
+      async () => {
+        await down?.();
+        await expect(store.put('jobs/x/y.json', 'x')).rejects.toMatchObject({
+          code: 'RECORD_STORE_UNAVAILABLE',
+          retryable: true,
+        });
+        await up?.();
+        await store.put('jobs/x/y.json', 'x');
+        expect((await store.get('jobs/x/y.json'))?.toString()).toBe('x');
+      },
+    );
   });
 }
 
