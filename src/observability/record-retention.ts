@@ -8,7 +8,8 @@ import type { RecordStore } from './record-store.js';
  * and a chained sweep entry says what and why (see `sweepChain`). A chain that fails is logged and
  * the others go on.
  *
- * @returns one result per repository that had something to remove.
+ * @returns `swept`: one result per repository that had something to remove; `failed`: the
+ *   repositories whose sweep failed, with the error message (they are tried again next time).
  */
 export async function sweepRecords(options: {
   store: RecordStore;
@@ -18,11 +19,12 @@ export async function sweepRecords(options: {
   logger?: Logger;
   /** Only this repository (`owner/name`). */
   repo?: string;
-}): Promise<SweepResult[]> {
+}): Promise<{ swept: SweepResult[]; failed: Array<{ repo: string; error: string }> }> {
   const now = options.now ?? new Date();
   const cutoff = new Date(now.getTime() - options.retentionDays * 24 * 3600 * 1000);
   const reason = `retention: older than ${options.retentionDays} days (RECORD_RETENTION_DAYS), cutoff ${cutoff.toISOString()}`;
   const results: SweepResult[] = [];
+  const failed: Array<{ repo: string; error: string }> = [];
   const repos = options.repo ? [options.repo.toLowerCase()] : await listChains(options.store);
   for (const repo of repos) {
     try {
@@ -40,8 +42,9 @@ export async function sweepRecords(options: {
         );
       }
     } catch (err) {
+      failed.push({ repo, error: err instanceof Error ? err.message : String(err) });
       options.logger?.warn({ err, repo }, 'run record retention sweep failed for a repository');
     }
   }
-  return results;
+  return { swept: results, failed };
 }

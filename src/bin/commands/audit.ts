@@ -298,21 +298,24 @@ async function sweep(store: RecordStore, retentionDays: number, repo: string | u
   // The workers' lock: a sweep must not interleave with a worker appending to the same chain.
   const { createRedisConnection, closeRedis } = await import('../../queue/redis-connection.js');
   const { createSilentLogger } = await import('../../observability/logger.js');
-  const redis = createRedisConnection(process.env.REDIS_URL || 'redis://127.0.0.1:6379', 'producer', {
+  // `worker` role: commands wait for the connection instead of failing before it is up.
+  const redis = createRedisConnection(process.env.REDIS_URL || 'redis://127.0.0.1:6379', 'worker', {
     logger: createSilentLogger(),
     name: 'frognano-audit',
   });
   const lock: ChainLock = createRedisChainLock({ redis, prefix: process.env.QUEUE_PREFIX || 'frognano' });
   const close = (): Promise<void> => closeRedis(redis);
   try {
-    const results = await sweepRecords({ store, lock, retentionDays, repo });
-    if (results.length === 0)
+    const { swept, failed } = await sweepRecords({ store, lock, retentionDays, repo });
+    if (swept.length === 0 && failed.length === 0)
       process.stdout.write(`Nothing older than ${retentionDays} days in ${store.location}.\n`);
-    for (const r of results) {
+    for (const r of swept) {
       process.stdout.write(
         `${r.repo}: removed ${r.removedEntries} entries and ${r.removedJobs.length} job folders; sweep entry ${r.entry?.seq}\n`,
       );
     }
+    for (const f of failed) process.stderr.write(`frognano-bot audit sweep: ${f.repo}: ${f.error}\n`);
+    if (failed.length > 0) return 1;
     return 0;
   } finally {
     await close();

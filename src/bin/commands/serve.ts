@@ -66,7 +66,10 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
   const clients = createInstallationClients({ ...env, logger, throttle: false });
 
   // Approvals go into the run record chain; the lock and spool need a connection of their own.
-  const recordRedis = createRedisConnection(env.redisUrl, 'producer', { logger, name: 'frognano-serve-records' });
+  const recordRedis = createRedisConnection(env.redisUrl, 'worker', {
+    logger,
+    name: 'frognano-serve-records',
+  });
   const records = createRecordServices(env, recordRedis, logger);
   const closeRecords = async (): Promise<void> => {
     await records.close();

@@ -71,7 +71,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const localDir = parsed.values.dir ?? process.env.TRAJECTORY_DIR ?? defaultTrajectoryDir();
   // Not on this disk (another worker ran it): the copy in the record store.
-  const store = createTrajectoryStore({ dir: id.endsWith('.json') ? localDir : await jobFilesDir(id, localDir) });
+  const store = createTrajectoryStore({
+    dir: id.endsWith('.json') ? localDir : await jobFilesDir(id, localDir),
+  });
   let data: Trajectory;
   if (attempt !== undefined) {
     try {

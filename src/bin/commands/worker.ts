@@ -180,7 +180,12 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   };
   sweepTrajectories();
   const sweepRunRecords = (): void => {
-    void sweepRecords({ store: records.store, lock: records.lock, retentionDays: env.record.retentionDays, logger });
+    void sweepRecords({
+      store: records.store,
+      lock: records.lock,
+      retentionDays: env.record.retentionDays,
+      logger,
+    });
   };
   sweepRunRecords();
   const recordSweepTimer = setInterval(sweepRunRecords, RECORD_SWEEP_INTERVAL_MS);
