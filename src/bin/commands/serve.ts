@@ -99,6 +99,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
           adminPassword: env.adminPassword ?? undefined,
           basePath: '/admin',
           logger,
+          records: records.store,
           loadRepoConfigs: async (owner, name) => {
             const app = await probot.auth();
             const installation = await app.request('GET /repos/{owner}/{repo}/installation', {
