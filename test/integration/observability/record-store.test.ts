@@ -49,9 +49,8 @@ function contract(
       }
     });
 
-    it.runIf(name === 's3')(
-      'a store that is down fails with a retryable RECORD_STORE_UNAVAILABLE, and works again when back',
-      async () => {
+    if (name === 's3')
+      it('a store that is down fails with a retryable RECORD_STORE_UNAVAILABLE, and works again when back', async () => {
         await down?.();
         await expect(store.put('jobs/x/y.json', 'x')).rejects.toMatchObject({
           code: 'RECORD_STORE_UNAVAILABLE',
@@ -60,8 +59,7 @@ function contract(
         await up?.();
         await store.put('jobs/x/y.json', 'x');
         expect((await store.get('jobs/x/y.json'))?.toString()).toBe('x');
-      },
-    );
+      });
   });
 }
 
