@@ -100,6 +100,21 @@ describe('record chain', () => {
     });
   });
 
+  it('--since: an edit before the date is not reported, one after it is', async () => {
+    await record('job.1', '2026-01-01T00:00:00Z');
+    await record('job.2', '2026-03-01T00:00:00Z');
+    const path = join(dir, 'jobs', 'job.1', '0000000000-record.json');
+    await writeFile(path, (await readFile(path, 'utf8')).replace('run-job.1', 'run-job.1-edited'));
+    expect((await verifyChain(store, REPO)).broken?.jobId).toBe('job.1');
+    const recent = await verifyChain(store, REPO, { since: new Date('2026-02-01T00:00:00Z') });
+    expect(recent).toMatchObject({ broken: null, checked: 1 });
+    const path2 = join(dir, 'jobs', 'job.2', '0000000001-record.json');
+    await writeFile(path2, (await readFile(path2, 'utf8')).replace('run-job.2', 'run-job.2-edited'));
+    expect((await verifyChain(store, REPO, { since: new Date('2026-02-01T00:00:00Z') })).broken?.jobId).toBe(
+      'job.2',
+    );
+  });
+
   it('detects entries swapped (reordered) and the last entry removed', async () => {
     await record('job.1', '2026-01-01T00:00:00Z');
     await record('job.2', '2026-01-02T00:00:00Z');
