@@ -90,6 +90,8 @@ export interface AppEnv {
   trajectoryDir: string;
   /** Days a job's trajectories and test logs are kept in TRAJECTORY_DIR (the worker sweeps older ones). */
   trajectoryRetentionDays: number;
+  /** The run record store (RECORD_* variables). */
+  record: RecordStoreEnv;
   /** BullMQ attempts per job: runs when a run ends in a temporary error; other outcomes are final. */
   jobAttempts: number;
   /** Wait before the first retry, ms (exponential backoff). */
@@ -108,6 +110,28 @@ export interface AppEnv {
   cancelPollMs: number;
   /** Bound on draining at SIGTERM (in-flight requests, active jobs), milliseconds. */
   shutdownTimeoutMs: number;
+}
+
+/** Configuration of the run record store (RECORD_* variables). */
+export interface RecordStoreEnv {
+  driver: 'volume' | 's3';
+  /** Folder of the volume driver. */
+  dir: string;
+  /** The bucket of the s3 driver; null when RECORD_S3_BUCKET is unset. */
+  s3: {
+    bucket: string;
+    endpoint: string | null;
+    region: string;
+    prefix: string | null;
+    forcePathStyle: boolean;
+    credentials: { accessKeyId: string; secretAccessKey: string } | null;
+  } | null;
+  /** Days records are kept before the retention sweep removes them. */
+  retentionDays: number;
+  /** Local folder of records waiting for the store. */
+  spoolDir: string;
+  /** Milliseconds between two tries of pending records. */
+  retryMs: number;
 }
 
 /** One documented environment variable (a row of the README table). */
@@ -435,6 +459,86 @@ export const ENV_SPECS = {
     },
     int(1, 3650),
   ),
+  RECORD_STORE: spec(
+    'RECORD_STORE',
+    {
+      default: 'volume',
+      description:
+        'Where run records, trajectories and test logs are kept durably: `volume` (files under RECORD_DIR, a PersistentVolumeClaim) or `s3` (an S3-compatible bucket).',
+    },
+    z.enum(['volume', 's3'], { error: 'must be volume or s3' }),
+  ),
+  RECORD_DIR: spec(
+    'RECORD_DIR',
+    {
+      default: join(DEFAULT_WORK_ROOT, 'records'),
+      description: 'Folder of the volume record store (one folder per job under `jobs/`).',
+    },
+    z.string().min(1),
+  ),
+  RECORD_S3_BUCKET: spec(
+    'RECORD_S3_BUCKET',
+    { description: 'Bucket of the `s3` record store; required with RECORD_STORE=s3.' },
+    z.string().min(3),
+  ),
+  RECORD_S3_ENDPOINT: spec(
+    'RECORD_S3_ENDPOINT',
+    {
+      description:
+        'Endpoint URL of an S3-compatible server (MinIO, Ceph); unset: AWS S3 of RECORD_S3_REGION.',
+    },
+    url(/^https?$/),
+  ),
+  RECORD_S3_REGION: spec(
+    'RECORD_S3_REGION',
+    { default: 'us-east-1', description: 'Region of the bucket.' },
+    z.string().min(1),
+  ),
+  RECORD_S3_PREFIX: spec(
+    'RECORD_S3_PREFIX',
+    { description: 'Key prefix inside the bucket (e.g. `frognano`); unset: the bucket root.' },
+    z.string().regex(/^[A-Za-z0-9._/-]+$/, 'must be letters, digits, `.`, `_`, `-` and `/`'),
+  ),
+  RECORD_S3_FORCE_PATH_STYLE: spec(
+    'RECORD_S3_FORCE_PATH_STYLE',
+    { default: 'true', description: 'Path-style bucket URLs (`<endpoint>/<bucket>/<key>`), as MinIO needs.' },
+    z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true'),
+  ),
+  RECORD_S3_ACCESS_KEY_ID: spec(
+    'RECORD_S3_ACCESS_KEY_ID',
+    {
+      description:
+        'Access key of the bucket; unset: the AWS SDK default chain (environment, web identity, instance role).',
+    },
+    z.string().min(1),
+  ),
+  RECORD_S3_SECRET_ACCESS_KEY: spec(
+    'RECORD_S3_SECRET_ACCESS_KEY',
+    { secret: true, description: 'Secret key matching RECORD_S3_ACCESS_KEY_ID.' },
+    z.string().min(1),
+  ),
+  RECORD_RETENTION_DAYS: spec(
+    'RECORD_RETENTION_DAYS',
+    {
+      default: '365',
+      description:
+        'Days run records, trajectories and logs are kept in the record store; the worker sweeps older ones daily, writing a chained sweep entry.',
+    },
+    int(1, 36500),
+  ),
+  RECORD_SPOOL_DIR: spec(
+    'RECORD_SPOOL_DIR',
+    {
+      default: join(DEFAULT_WORK_ROOT, 'record-spool'),
+      description: 'Local folder of records waiting for the store when it is down; retried until stored.',
+    },
+    z.string().min(1),
+  ),
+  RECORD_RETRY_MS: spec(
+    'RECORD_RETRY_MS',
+    { default: '30000', description: 'Time between two tries of pending records, milliseconds.' },
+    int(100, 3_600_000),
+  ),
   JOB_ATTEMPTS: spec(
     'JOB_ATTEMPTS',
     {
@@ -576,6 +680,13 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     );
   }
 
+  if (p.RECORD_STORE === 's3' && p.RECORD_S3_BUCKET === undefined) {
+    problems.push('RECORD_S3_BUCKET: required when RECORD_STORE is s3 — the bucket of run records');
+  }
+  if ((p.RECORD_S3_ACCESS_KEY_ID === undefined) !== (p.RECORD_S3_SECRET_ACCESS_KEY === undefined)) {
+    problems.push('RECORD_S3_ACCESS_KEY_ID and RECORD_S3_SECRET_ACCESS_KEY: set both or neither');
+  }
+
   if (problems.length > 0) {
     throw new AppError(
       'CONFIG_INVALID',
@@ -639,6 +750,7 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     workDir: p.WORK_DIR!,
     trajectoryDir: p.TRAJECTORY_DIR!,
     trajectoryRetentionDays: p.TRAJECTORY_RETENTION_DAYS!,
+    record: recordEnvOf(p),
     jobAttempts: p.JOB_ATTEMPTS!,
     jobBackoffMs: p.JOB_BACKOFF_MS!,
     intakeAttempts: p.INTAKE_ATTEMPTS!,
@@ -676,6 +788,62 @@ export function defaultEgressTargets(input: {
       : 'https://kubernetes.default.svc',
   });
   return targets;
+}
+
+/**
+ * Only the RECORD_* variables, for commands that read the record store without running the app
+ * (`frognano-bot audit`, `trajectory`): no GitHub App secrets needed.
+ *
+ * @throws AppError `CONFIG_INVALID` naming each malformed variable.
+ */
+export function loadRecordEnv(env: NodeJS.ProcessEnv = process.env): RecordStoreEnv {
+  const problems: string[] = [];
+  const p = {} as Record<string, unknown>;
+  for (const key of Object.keys(ENV_SPECS).filter((k) => k.startsWith('RECORD_')) as SpecKey[]) {
+    const s = ENV_SPECS[key] as EnvSpec<unknown>;
+    const given = env[key]?.trim();
+    const raw = given === undefined || given === '' ? (s.default ?? undefined) : given;
+    if (raw === undefined) continue;
+    const result = s.schema.safeParse(raw);
+    if (result.success) p[key] = result.data;
+    else problems.push(`${key}: ${result.error.issues.map((i) => i.message).join('; ')}`);
+  }
+  const v = p as Partial<Parsed>;
+  if (v.RECORD_STORE === 's3' && v.RECORD_S3_BUCKET === undefined)
+    problems.push('RECORD_S3_BUCKET: required when RECORD_STORE is s3');
+  if (problems.length > 0) {
+    throw new AppError(
+      'CONFIG_INVALID',
+      `invalid configuration (environment variables):\n  ${problems.join('\n  ')}`,
+      {
+        details: { messages: problems },
+      },
+    );
+  }
+  return recordEnvOf(v);
+}
+
+function recordEnvOf(p: Partial<Parsed>): RecordStoreEnv {
+  return {
+    driver: p.RECORD_STORE!,
+    dir: p.RECORD_DIR!,
+    s3: p.RECORD_S3_BUCKET
+      ? {
+          bucket: p.RECORD_S3_BUCKET,
+          endpoint: p.RECORD_S3_ENDPOINT ?? null,
+          region: p.RECORD_S3_REGION!,
+          prefix: p.RECORD_S3_PREFIX ?? null,
+          forcePathStyle: p.RECORD_S3_FORCE_PATH_STYLE!,
+          credentials:
+            p.RECORD_S3_ACCESS_KEY_ID && p.RECORD_S3_SECRET_ACCESS_KEY
+              ? { accessKeyId: p.RECORD_S3_ACCESS_KEY_ID, secretAccessKey: p.RECORD_S3_SECRET_ACCESS_KEY }
+              : null,
+        }
+      : null,
+    retentionDays: p.RECORD_RETENTION_DAYS!,
+    spoolDir: p.RECORD_SPOOL_DIR!,
+    retryMs: p.RECORD_RETRY_MS!,
+  };
 }
 
 function isAdmin(problem: string): boolean {

@@ -1,3 +1,5 @@
+import type { RecordStore } from '../observability/record-store.js';
+import { createRecordRoutes } from './admin-record-routes.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -33,6 +35,8 @@ export interface AdminRouterOptions {
    */
   readOnly?: boolean;
   logger?: Logger;
+  /** The run record store: `/admin/records…` (see admin-record-routes.ts). Without it those views are absent. */
+  records?: RecordStore;
 }
 
 /** `owner/name` as GitHub allows them. */
@@ -157,6 +161,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
   });
   router.use('/queues', stripExternalFonts, serverAdapter.getRouter() as Router);
+  if (options.records) router.use('/records', createRecordRoutes(options.records));
 
   router.get('/policy', async (req: Request, res: Response) => {
     const repo = repoParam.safeParse(req.query.repo);

@@ -15,6 +15,8 @@ export interface HumanReviewCheckTarget {
   /** Pull request the check is about (`details_url`, and named in the text). */
   pullNumber: number;
   pullUrl: string;
+  /** The job that made the commit: the check's `external_id`, and named with how to fetch its run record. */
+  jobId?: string;
 }
 
 /**
@@ -40,6 +42,7 @@ export async function createHumanReviewCheck(
     conclusion: 'action_required',
     completed_at: new Date().toISOString(),
     details_url: target.pullUrl,
+    ...(target.jobId ? { external_id: target.jobId } : {}),
     output: {
       title: 'Waiting for a human review',
       summary:
@@ -49,7 +52,11 @@ export async function createHumanReviewCheck(
         `Review the diff of #${target.pullNumber} line by line, run it if you can, and approve it only if you ` +
         `would have approved the same change from a colleague. An approving review from a user with write, ` +
         `maintain or admin permission on the head commit turns this check to success. New commits need a new ` +
-        `approval. The bot never approves, marks ready or merges its own pull requests.`,
+        `approval. The bot never approves, marks ready or merges its own pull requests.` +
+        (target.jobId
+          ? `\n\nJob \`${target.jobId.replace(/`/g, '')}\`; its run record (who asked, model, policy, tests, approvals): ` +
+            `\`frognano-bot audit show ${target.jobId.replace(/`/g, '')}\`.`
+          : ''),
     },
   });
   return data.id;
@@ -90,7 +97,7 @@ export async function approveHumanReviewCheck(
 export async function findHumanReviewCheck(
   octokit: GitHubClient,
   where: { owner: string; repo: string; sha: string; appId?: number },
-): Promise<{ id: number; conclusion: string | null } | null> {
+): Promise<{ id: number; conclusion: string | null; externalId: string | null } | null> {
   const { data } = await octokit.rest.checks.listForRef({
     owner: where.owner,
     repo: where.repo,
@@ -103,5 +110,5 @@ export async function findHumanReviewCheck(
   const run = data.check_runs.find(
     (r) => r.name === HUMAN_REVIEW_CHECK_NAME && (where.appId === undefined || r.app?.id === where.appId),
   );
-  return run ? { id: run.id, conclusion: run.conclusion } : null;
+  return run ? { id: run.id, conclusion: run.conclusion, externalId: run.external_id ?? null } : null;
 }

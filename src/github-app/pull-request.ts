@@ -63,6 +63,7 @@ export async function publishPullRequest(
       headSha: request.headSha,
       pullNumber: number,
       pullUrl: url,
+      jobId: request.body.summary.jobId,
     });
   } catch (err) {
     const status = (err as { status?: number }).status;
@@ -87,7 +88,7 @@ export async function publishPullRequest(
     warnings.push(
       `The label${labels.length > 1 ? 's' : ''} ${labels.map((l) => `\`${l}\``).join(', ')} could not be added (${describeHttpError(err)}).`,
     );
-    logger.warn({ err: { message: (err as Error).message }, labels }, 'could not label the pull request');
+    logger.warn({ err, labels }, 'could not label the pull request');
   }
   try {
     await octokit.rest.pulls.requestReviewers({
@@ -99,7 +100,7 @@ export async function publishPullRequest(
   } catch (err) {
     warnings.push(`A review could not be requested from @${request.reviewer} (${describeHttpError(err)}).`);
     logger.warn(
-      { err: { message: (err as Error).message }, reviewer: request.reviewer },
+      { err, reviewer: request.reviewer },
       'could not request a review; the human review check still blocks merging',
     );
   }
@@ -248,6 +249,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     ),
   );
   // The job id is long: in the table it squeezes the other columns.
+  out.push(`Run record of this job: \`frognano-bot audit show ${s.jobId.replace(/`/g, '')}\``);
   out.push(
     `<sub>Job \`${s.jobId.replace(/`/g, '')}\`. Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
       'The bot never marks this pull request ready, approves it or merges it.</sub>',

@@ -1,4 +1,5 @@
 import type { ApplicationFunction, Probot } from 'probot';
+import type { ApprovalEvent } from '../observability/approval-entry.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubClient } from '../pipeline/github-client.js';
 import { approveHumanReviewCheck, findHumanReviewCheck } from './check-run.js';
@@ -15,6 +16,8 @@ export interface ReviewSubmittedPayload {
     commit_id: string | null;
     user: { login: string; type?: string } | null;
     html_url?: string | null;
+    id?: number;
+    submitted_at?: string | null;
   };
   pull_request: { number: number; head: { sha: string } };
   repository: { name: string; owner: { login: string } };
@@ -28,6 +31,11 @@ export type ReviewHandlerResult =
 export interface ReviewHandlerOptions {
   /** This GitHub App's id: only its own check runs are considered. Without it, the check's name decides. */
   appId?: number;
+  /**
+   * Called when an approval counts as the human review: appends it to the run record chain
+   * (`writeApproval`). Its errors are logged; the check run is already green.
+   */
+  recordApproval?: (approval: ApprovalEvent) => Promise<unknown>;
 }
 
 /**
@@ -44,7 +52,7 @@ export interface ReviewHandlerOptions {
  *   so GitHub shows the failed delivery and it can be redelivered).
  */
 export async function handleReviewSubmitted(
-  context: { octokit: GitHubClient; payload: ReviewSubmittedPayload; logger: Logger },
+  context: { octokit: GitHubClient; payload: ReviewSubmittedPayload; logger: Logger; deliveryId?: string },
   options: ReviewHandlerOptions = {},
 ): Promise<ReviewHandlerResult> {
   const { octokit, payload, logger } = context;
@@ -94,6 +102,25 @@ export async function handleReviewSubmitted(
     { owner, repo, pullNumber, reviewer, checkRunId: check.id },
     'human review check turned success',
   );
+  if (options.recordApproval) {
+    await options
+      .recordApproval({
+        owner,
+        repo,
+        jobId: check.externalId,
+        reviewer,
+        permission: perm.permission,
+        roleName: roleName ?? null,
+        commit: headSha,
+        pullNumber,
+        reviewUrl: payload.review.html_url ?? null,
+        checkRunId: check.id,
+        reviewId: payload.review.id ?? null,
+        submittedAt: payload.review.submitted_at ?? null,
+        deliveryId: context.deliveryId ?? null,
+      })
+      .catch((err: unknown) => logger.error({ err }, 'could not record the approval in the run record'));
+  }
   return { action: 'approved', checkRunId: check.id, reviewer };
 }
 
@@ -104,7 +131,7 @@ export async function handleReviewSubmitted(
 export function registerReviewHandler(app: Probot, options: ReviewHandlerOptions = {}): void {
   app.on('pull_request_review.submitted', async (context) => {
     await handleReviewSubmitted(
-      { octokit: context.octokit, payload: context.payload, logger: context.log },
+      { octokit: context.octokit, payload: context.payload, logger: context.log, deliveryId: context.id },
       options,
     );
   });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Clamp } from '../config/policy.js';
 import type { Outcome, RunSummary } from '../pipeline/outcome.js';
+import { recordNoteLine, recordNoteOf } from '../pipeline/record-note.js';
 import type { Logger } from '../observability/logger.js';
 import { createSilentLogger } from '../observability/logger.js';
 import { describeExit } from '../pipeline/run-tests.js';
@@ -257,8 +258,10 @@ function details(state: StatusState): string[] {
         '',
         'Nothing will run for this labelling. Remove the label and add it again to retry once the service is back.',
       ];
-    case 'finished':
-      return outcomeDetails(state.outcome);
+    case 'finished': {
+      const record = recordNoteOf(state.outcome);
+      return [...outcomeDetails(state.outcome), ...(record ? ['', recordNoteLine(record)] : [])];
+    }
   }
 }
 

@@ -25,6 +25,7 @@ import { buildInstruction } from './instruction.js';
 import { classifyError, type Outcome, type RunSummary } from './outcome.js';
 import { DEFAULT_SETUP_TIMEOUT_MS, prepareSandbox } from './prepare-sandbox.js';
 import { publishChange, type PublishPullRequest } from './publish-change.js';
+import type { RunFacts } from './run-recorder.js';
 import { verifyPatch, type BaseTestsMemo, type RefusedPatch, type VerifiedPatch } from './verify-patch.js';
 
 /**
@@ -117,6 +118,8 @@ export interface RunJobDeps {
   publishPullRequest: PublishPullRequest;
   /** Wall-clock limit of the test command, in milliseconds (default 30 min). */
   testTimeoutMs?: number;
+  /** Receives facts for the run record (policy, base commit, instruction, chosen patch); errors are not caught. */
+  onFacts?: (facts: Partial<RunFacts>) => void;
   now?: () => Date;
 }
 
@@ -217,6 +220,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
       throw (await emptyRepositoryError(deps.octokit, owner, repo, err)) ?? err;
     });
     logger.info({ defaultBranch, baseSha }, 'repository cloned');
+    deps.onFacts?.({ policy, baseSha, dir });
 
     const probeTargets = deps.egressProbeTargets ?? [
       { name: 'github', url: deps.gitBaseUrl },
@@ -262,6 +266,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
           instructions: policy.instructions,
           testCommand: testHint,
         });
+        deps.onFacts?.({ instruction });
         return await runAgentLoop({
           model,
           sandbox,
@@ -365,6 +370,7 @@ export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext
     // 4. Publish the chosen attempt.
     const verified = winner.verified;
     const patch = winner.trajectory.patch ?? '';
+    deps.onFacts?.({ verified, patch });
     summary = winner.summary;
     summary.diffstat = verified.diffstat;
     const tests = verified.tests;

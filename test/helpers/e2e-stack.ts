@@ -61,6 +61,8 @@ export interface E2eStack {
   root: string;
   /** TRAJECTORY_DIR. */
   trajectoryDir: string;
+  /** RECORD_DIR: the volume record store (unless `env` selects another). */
+  recordDir: string;
   /** POLICY_FILE, or null without `policy`. */
   policyFile: string | null;
   /** The environment variables given to `loadEnv` (for a worker child process). */
@@ -151,6 +153,9 @@ export async function startE2eStack(options: E2eStackOptions): Promise<E2eStack>
       WORKER_PORT: '0',
       WORK_DIR: join(root, 'work'),
       TRAJECTORY_DIR: trajectoryDir,
+      RECORD_DIR: join(root, 'records'),
+      RECORD_SPOOL_DIR: join(root, 'record-spool'),
+      RECORD_RETRY_MS: '500',
       ...(policyFile ? { POLICY_FILE: policyFile } : {}),
       LOG_LEVEL: 'silent',
       SHUTDOWN_TIMEOUT_MS: '2000',
@@ -169,6 +174,7 @@ export async function startE2eStack(options: E2eStackOptions): Promise<E2eStack>
       prefix,
       root,
       trajectoryDir,
+      recordDir: join(root, 'records'),
       policyFile,
       vars,
       env,

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A stand-in for an SGLang server, speaking its OpenAI-compatible wire format over real HTTP on
- * 127.0.0.1: `GET /v1/models` and non-streaming `POST /v1/chat/completions`. Each chat request is
+ * 127.0.0.1: `GET /v1/models`, SGLang's `GET /get_model_info` and non-streaming
+ * `POST /v1/chat/completions`. Each chat request is
  * answered by the next scripted turn and its body is recorded, so tests assert what went over the
  * wire.
  *
@@ -163,6 +164,18 @@ export async function startScriptedModelServer(
         data: [
           { id: modelName, object: 'model', created: nowSeconds(), owned_by: 'sglang', root: modelName },
         ],
+      });
+      return;
+    }
+    if (req.method === 'GET' && path === '/get_model_info') {
+      // SGLang's native model info (docs "SGLang Native APIs": model_path, tokenizer_path,
+      // is_generation, preferred_sampling_params, weight_version).
+      sendJson(res, 200, {
+        model_path: modelName,
+        tokenizer_path: modelName,
+        is_generation: true,
+        preferred_sampling_params: null,
+        weight_version: 'default',
       });
       return;
     }

@@ -12,7 +12,10 @@ import { createInstallationClients } from '../../github-app/github-client.js';
 import { registerReviewHandler } from '../../github-app/review-handler.js';
 import { startServer, type RunningServer } from '../../github-app/server.js';
 import type { TriggerCheck } from '../../github-app/trigger-rules.js';
+import { writeApproval } from '../../observability/approval-entry.js';
 import type { Logger } from '../../observability/logger.js';
+import { createRecordServices } from '../../observability/record-services.js';
+import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
 import { runService } from './run-service.js';
 
 const USAGE = `usage: frognano-bot serve
@@ -62,6 +65,16 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
   };
   const clients = createInstallationClients({ ...env, logger, throttle: false });
 
+  // Approvals go into the run record chain; the lock and spool need a connection of their own.
+  const recordRedis = createRedisConnection(env.redisUrl, 'worker', {
+    logger,
+    name: 'frognano-serve-records',
+  });
+  const records = createRecordServices(env, recordRedis, logger);
+  const closeRecords = async (): Promise<void> => {
+    await records.close();
+    await closeRedis(recordRedis);
+  };
   let server: RunningServer;
   try {
     server = await startServer({
@@ -87,6 +100,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
           readOnly: !env.adminActions,
           basePath: '/admin',
           logger,
+          records: records.store,
           loadRepoConfigs: async (owner, name) => {
             const app = await probot.auth();
             const installation = await app.request('GET /repos/{owner}/{repo}/installation', {
@@ -99,10 +113,17 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
             return loadRepoConfigs(octokit, owner, name, defaultBranch);
           },
         }),
-      extraHandlers: [(app) => registerReviewHandler(app, { appId: env.appId })],
+      extraHandlers: [
+        (app) =>
+          registerReviewHandler(app, {
+            appId: env.appId,
+            recordApproval: (approval) => writeApproval(records.writer, approval),
+          }),
+      ],
     });
   } catch (err) {
     policyStore.close();
+    await closeRecords();
     throw err;
   }
   const close = server.close.bind(server);
@@ -111,6 +132,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
     async close() {
       await close();
       policyStore.close();
+      await closeRecords();
     },
   });
 }

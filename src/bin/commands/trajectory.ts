@@ -7,6 +7,7 @@ import { ENV_DOCS } from '../../config/env.js';
 import { formatTranscript } from '../../leaf/transcript.js';
 import type { Trajectory } from '../../leaf/trajectory.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
+import { jobFilesDir } from './record-files.js';
 
 const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json | trajectory.jsonl> [--attempt N] [--dir DIR] [--lines N] [--json]
 
@@ -69,8 +70,10 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 2;
   }
+  const localDir = parsed.values.dir ?? process.env.TRAJECTORY_DIR ?? defaultTrajectoryDir();
+  // Not on this disk (another worker ran it): the copy in the record store.
   const store = createTrajectoryStore({
-    dir: parsed.values.dir ?? process.env.TRAJECTORY_DIR ?? defaultTrajectoryDir(),
+    dir: id.endsWith('.json') ? localDir : await jobFilesDir(id, localDir),
   });
   let data: Trajectory;
   if (attempt !== undefined) {

@@ -15,6 +15,9 @@ import type { ChatModel } from '../../llm/chat-model.js';
 import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createWorkerMetrics, type WorkerMetrics } from '../../observability/metrics.js';
+import { createRecordServices, type RecordServices } from '../../observability/record-services.js';
+import { sweepRecords } from '../../observability/record-retention.js';
+import { createRunRecorder } from '../../pipeline/run-recorder.js';
 import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobData } from '../../queue/job-data.js';
@@ -38,6 +41,9 @@ const SANDBOX_JANITOR_INTERVAL_MS = 5 * 60 * 1000;
 
 /** Time between two sweeps of the trajectory store, in milliseconds (6 h). */
 const TRAJECTORY_SWEEP_INTERVAL_MS = 6 * 3600 * 1000;
+
+/** Time between two retention sweeps of the run record store, in milliseconds (24 h). */
+const RECORD_SWEEP_INTERVAL_MS = 24 * 3600 * 1000;
 
 /** Options of {@link startWorker}. Everything but `env` and `logger` has a production default. */
 export interface StartWorkerOptions {
@@ -162,6 +168,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     name: 'frognano-worker-cancel',
   });
   const connections: Redis[] = [redis, subscriber];
+  // Run records: written at the end of every job, pending ones retried while the worker lives.
+  const records = createRecordServices(env, redis, logger);
   const clients = createInstallationClients({ ...env, logger, throttle: options.throttle });
   const probot = createProbotApp({ ...env, logger, throttle: false });
   const botLogin = resolveBotLogin(probot, logger);
@@ -190,6 +198,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
         options,
         policyStore,
         botLogin: () => botLogin.get(),
+        records,
         sandboxFactory,
       });
     jobWorker = await createJobWorker({
@@ -213,6 +222,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     });
   } catch (err) {
     for (const stop of stoppers) await stop();
+    await records.close();
     for (const c of connections) await closeRedis(c);
     policyStore.close();
     await closeHttp();
@@ -241,6 +251,17 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       .catch((err: unknown) => logger.warn({ err }, 'trajectory sweep failed'));
   };
   sweepTrajectories();
+  const sweepRunRecords = (): void => {
+    void sweepRecords({
+      store: records.store,
+      lock: records.lock,
+      retentionDays: env.record.retentionDays,
+      logger,
+    });
+  };
+  sweepRunRecords();
+  const recordSweepTimer = setInterval(sweepRunRecords, RECORD_SWEEP_INTERVAL_MS);
+  recordSweepTimer.unref();
   const sweepTimer = setInterval(sweepTrajectories, TRAJECTORY_SWEEP_INTERVAL_MS);
   sweepTimer.unref();
 
@@ -264,8 +285,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       closed ??= (async () => {
         closing = true;
         clearInterval(sweepTimer);
+        clearInterval(recordSweepTimer);
         await started.close();
         for (const stop of stoppers) await stop();
+        await records.close();
         for (const c of connections) await closeRedis(c);
         policyStore.close();
         await closeHttp();
@@ -346,9 +369,16 @@ function createPipelineRunner(input: {
   options: StartWorkerOptions;
   policyStore: PolicyStore;
   botLogin: () => string | undefined;
+  records: RecordServices;
   sandboxFactory: SandboxFactory;
 }): JobRunner {
   const { env, logger, options, policyStore, sandboxFactory } = input;
+  const recorder = createRunRecorder({
+    writer: input.records.writer,
+    trajectoryDir: env.trajectoryDir,
+    model: { name: env.modelName, url: env.modelUrl, apiKey: env.modelApiKey },
+    logger,
+  });
   const host = env.gheHost ?? 'github.com';
 
   return async (data, ctx) => {
@@ -366,7 +396,8 @@ function createPipelineRunner(input: {
           logger,
         }));
     const login = input.botLogin() ?? 'frognano[bot]';
-    return runJob(
+    const run = recorder.begin(data, ctx.jobId, ctx.octokit);
+    const outcome = await runJob(
       data,
       {
         octokit: ctx.octokit,
@@ -380,10 +411,13 @@ function createPipelineRunner(input: {
         resolvePolicy: (job, { defaultBranch }) =>
           resolveJobPolicy(ctx.octokit, job, defaultBranch, policyStore),
         appIdentity: { name: login, email: noreplyEmail({ login }, host) },
-        publishPullRequest,
+        publishPullRequest: run.wrapPublish(publishPullRequest),
+        onFacts: (facts) => run.onFacts(facts),
       },
       { signal: ctx.signal, logger: ctx.logger, progress: ctx.progress, jobId: ctx.jobId },
     );
+    // The outcome stands whatever happens to the record; the status comment says where it is.
+    return { ...outcome, record: await run.finish(outcome) };
   };
 }
 
