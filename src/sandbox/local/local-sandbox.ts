@@ -4,6 +4,7 @@ import {
   access,
   chmod,
   chown,
+  copyFile,
   mkdir,
   mkdtemp,
   readdir,
@@ -477,6 +478,31 @@ interface StartParams {
 }
 
 /** What {@link isolate} set up for one sandbox. */
+/**
+ * The agent script and the launcher, as bubblewrap binds them. A sandbox that drops to an
+ * unprivileged uid gets copies in its own private directory (about 1 MB, a millisecond): the
+ * package's folder may sit below one that uid cannot traverse (a 0700 checkout or CI folder), and
+ * the copies are root's, in a folder no process of the sandbox can see.
+ */
+async function stageRuntime(
+  privateDir: string,
+  launcherPath: string,
+  unprivileged: boolean,
+): Promise<{ agentScript: string; launcherPath: string }> {
+  if (!unprivileged) return { agentScript: AGENT_SCRIPT, launcherPath };
+  const dir = path.join(privateDir, 'runtime');
+  await mkdir(dir, { mode: 0o755 });
+  const staged = {
+    agentScript: path.join(dir, 'sandbox-agent.cjs'),
+    launcherPath: path.join(dir, 'sandbox-exec'),
+  };
+  await copyFile(AGENT_SCRIPT, staged.agentScript);
+  await copyFile(launcherPath, staged.launcherPath);
+  await chmod(staged.agentScript, 0o644);
+  await chmod(staged.launcherPath, 0o755);
+  return staged;
+}
+
 interface Isolation {
   /** Host uid (and gid) the sandbox runs as. */
   uid: number;
@@ -506,7 +532,7 @@ async function isolate(
   const uid = setpriv ? p.hostUid : (process.getuid?.() ?? 0);
   const gid = setpriv ? p.hostUid : (process.getgid?.() ?? 0);
   if (setpriv) {
-    await assertReachable([privateDir, AGENT_SCRIPT, p.nodePath], uid, gid);
+    await assertReachable([privateDir, p.nodePath], uid, gid);
     await chown(privateDir, uid, gid);
   }
   const cgroup = await createSandboxCgroup(
@@ -687,6 +713,7 @@ class LocalSandboxImpl implements LocalSandbox {
       const { uid, cgroup, disk, enforced, processLimit, setpriv } = isolation;
       hostWorkdir ??= isolation.workspace;
       workdir ??= isolation.workspace;
+      const runtime = await stageRuntime(privateDir, p.launcherPath, setpriv !== undefined);
       const etcDir = path.join(privateDir, 'etc');
       await mkdir(etcDir);
       for (const [name, text] of Object.entries(sandboxEtcFiles()))
@@ -708,9 +735,9 @@ class LocalSandboxImpl implements LocalSandbox {
         workdir,
         etcDir,
         limitsFile,
-        agentScript: AGENT_SCRIPT,
+        agentScript: runtime.agentScript,
         nodePath: p.nodePath,
-        launcherPath: p.launcherPath,
+        launcherPath: runtime.launcherPath,
         agentConfig,
         tmpSizeMiB: Math.max(16, Math.min(MAX_TMP_MIB, Math.floor(p.limits.memoryMiB / 4))),
         shmSizeMiB: Math.max(8, Math.min(MAX_SHM_MIB, Math.floor(p.limits.memoryMiB / 16))),

@@ -1,6 +1,7 @@
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAppError } from '../../../src/app-error.js';
 import {
@@ -122,6 +123,23 @@ describe('local sandbox: whole-sandbox limits', () => {
     // Workspaces live in 0700 folders.
     for (let dir = path.dirname(sb.workdir); dir !== workRoot; dir = path.dirname(dir)) {
       expect(((await stat(dir)).mode & 0o777).toString(8), dir).toBe('700');
+    }
+  });
+
+  it('starts when the package lies below a folder the sandbox uid cannot traverse (a 0700 checkout)', async () => {
+    // The launcher (like the agent script) is copied into the sandbox's private folder, so bwrap,
+    // running as the unprivileged uid, never has to reach the package's own folder.
+    const closed = await mkdtemp(path.join(os.tmpdir(), 'frognano-closed-checkout-'));
+    try {
+      await chmod(closed, 0o700);
+      const launcher = path.join(closed, 'sandbox-exec');
+      await copyFile(fileURLToPath(new URL('../../../native/build/sandbox-exec', import.meta.url)), launcher);
+      const sb = await create(undefined, { launcherPath: launcher });
+      expect(sb.hostUid).not.toBe(0);
+      const r = await sb.exec('echo ok');
+      expect([r.exitCode, r.stdout.toString()]).toEqual([0, 'ok\n']);
+    } finally {
+      await rm(closed, { recursive: true, force: true });
     }
   });
 
