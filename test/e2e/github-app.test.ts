@@ -118,7 +118,9 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
     );
     expect(body).toContain('| Exit reason | Steps | Tokens | Time |');
     expect(body).toMatch(/\| `agent` \| 3 of 150 \| [\d,]+ prompt \+ [\d,]+ completion \| [\d.]+ s \|/);
-    expect(body).toMatch(/<sub>Job `octo-org\.calc\.\d+\.[^`]+`\./);
+    expect(body).toMatch(
+      /<sub>Job `(octo-org\.calc\.\d+\.[^`]+)`; its run record: `frognano-bot audit show \1`\./,
+    );
     expect(ghe.state.labels(OWNER, REPO, pr.number)).toContain(NEEDS_REVIEW_LABEL);
     expect(ghe.state.reviewRequests).toContainEqual(
       expect.objectContaining({ pullNumber: pr.number, reviewers: ['alice'] }),

@@ -112,7 +112,8 @@ describe('runJob against the GHE stand-in, the local sandbox and a scripted mode
     expect(body).toMatch(/1 passed/);
     expect(body).toContain('| Exit reason | Steps | Tokens | Time |');
     expect(body).toMatch(/\| `agent` \| 3 of 10 \| [\d,]+ prompt \+ [\d,]+ completion \| [\d.]+ s \|/);
-    expect(body).toContain(`<sub>Job \`${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}\`.`);
+    const jobId = `${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}`;
+    expect(body).toContain(`<sub>Job \`${jobId}\`; its run record: \`frognano-bot audit show ${jobId}\`.`);
 
     // Label (created in the repository), review request, check run.
     expect(fx.ghe.state.labels(OWNER, REPO, pr.number)).toContain(NEEDS_REVIEW_LABEL);
