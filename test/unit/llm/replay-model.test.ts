@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/app-error.js';
-import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
 import type { AssistantMessage, ChatMessage } from '../../../src/llm/chat-model.js';
 import { createChatModelFromUrl, createReplayModel } from '../../../src/llm/replay-model.js';
