@@ -6,7 +6,7 @@ import { AppError } from '../../../src/app-error.js';
 import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
 import type { AssistantMessage, ChatMessage } from '../../../src/llm/chat-model.js';
-import { createChatModelFromUrl, createReplayModel } from '../../../src/llm/replay-model.js';
+import { createChatModelFromUrl, createReplayModel } from '../../../src/leaf/replay-model.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import { createTrajectoryJournal, journalPathFor } from '../../../src/observability/trajectory-journal.js';
 import { startScriptedModelServer } from '../../helpers/scripted-model-server.js';
