@@ -20,7 +20,7 @@ import { sweepRecords } from '../../observability/record-retention.js';
 import { createRunRecorder } from '../../pipeline/run-recorder.js';
 import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
-import type { JobData } from '../../queue/job-data.js';
+import type { JobRequest } from '../../pipeline/job-request.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
 import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
@@ -430,7 +430,7 @@ function createPipelineRunner(input: {
  */
 async function resolveJobPolicy(
   octokit: InstallationOctokit,
-  job: JobData,
+  job: JobRequest,
   defaultBranch: string,
   policyStore: PolicyStore,
 ): Promise<JobPolicy> {
