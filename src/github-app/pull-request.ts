@@ -249,9 +249,10 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
     ),
   );
   // The job id is long: in the table it squeezes the other columns.
-  out.push(`Run record of this job: \`frognano-bot audit show ${s.jobId.replace(/`/g, '')}\``);
+  const jobId = s.jobId.replace(/`/g, '');
   out.push(
-    `<sub>Job \`${s.jobId.replace(/`/g, '')}\`. Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
+    `<sub>Job \`${jobId}\`; its run record: \`frognano-bot audit show ${jobId}\`. ` +
+      `Opened by FrogNano for @${input.requester}, who labelled the issue. ` +
       'The bot never marks this pull request ready, approves it or merges it.</sub>',
   );
   const body = out.join('\n\n');

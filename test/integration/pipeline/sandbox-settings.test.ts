@@ -96,15 +96,24 @@ describe("the policy's sandbox settings", () => {
     }
   });
 
-  it('set the local driver’s memory and /tmp limits', async () => {
+  it('set the local driver’s memory, /tmp and workspace limits', async () => {
     const factory = createLocalSandboxFactory({ workRoot: fx.sandboxRoot });
     const sandbox = await factory.create({
       jobId: 'settings-local',
       settings: { resources: { limits: { memory: '1536Mi', 'ephemeral-storage': '300Mi' } } },
     });
     try {
-      const r = await sandbox.exec("ulimit -v; df -m /tmp | awk 'NR==2 {print $2}'");
-      expect(r.stdout.toString().trim().split('\n')).toEqual([String(1536 * 1024), '300']);
+      const r = await sandbox.exec(
+        "ulimit -v; df -m /tmp | awk 'NR==2 {print $2}'; df -m . | awk 'NR==2 {print $2}'",
+      );
+      const [addressSpace, tmp, workspace] = r.stdout.toString().trim().split('\n').map(Number);
+      // memory → the per-process limit, and /tmp is a quarter of it (counted in the memory cgroup).
+      expect([addressSpace, tmp]).toEqual([1536 * 1024, 1536 / 4]);
+      // ephemeral-storage → the size of the workspace's own file system (ext4 keeps a little).
+      if (sandbox.enforced.disk) {
+        expect(workspace).toBeGreaterThan(250);
+        expect(workspace).toBeLessThanOrEqual(300);
+      }
     } finally {
       await sandbox.destroy();
     }

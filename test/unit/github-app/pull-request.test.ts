@@ -58,7 +58,7 @@ describe('renderPullRequestBody', () => {
     );
     expect(body).toContain(
       '| Exit reason | Steps | Tokens | Time |\n|---|---|---|---|\n' +
-        '| `max_turns` | 150 of 150 | 1,000 prompt + 20 completion | 3 min 5 s |\n\n<sub>Job `acme.widgets.12.d1`.',
+        '| `max_turns` | 150 of 150 | 1,000 prompt + 20 completion | 3 min 5 s |\n\n<sub>Job `acme.widgets.12.d1`; its run record: `frognano-bot audit show acme.widgets.12.d1`.',
     );
     expect(body).toContain(
       'The agent stopped at the step cap: maxSteps 150. The model may not have finished',
