@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves that the repository's copies of the shared Leaf data still equal the originals in
 # ../shared/ (the folder handed to the project beside its repository): the parity corpus
-# (test/fixtures/leaf-parity/cases.json) and the protocol (src/leaf/protocol.json). The tests read
+# (test/fixtures/leaf-parity/cases.json) and the protocol (src/protocol/protocol.json). The tests read
 # only the copies, so a clone without ../shared/ runs them; this check is what keeps them honest.
 # Usage: bash scripts/check-shared-copies.sh [SHARED_DIR]   (default: ../shared next to the repository)
 # Exit code: 0 equal, 1 a copy differs or an original is missing, 2 no shared folder.
@@ -25,5 +25,5 @@ check() { # <copy in the repository> <original under the shared folder>
   fi
 }
 check test/fixtures/leaf-parity/cases.json leaf-parity/cases.json README.md
-check src/leaf/protocol.json leaf-protocol/leaf-protocol.json PROTOCOL-NOTICE.md
+check src/protocol/protocol.json leaf-protocol/leaf-protocol.json PROTOCOL-NOTICE.md
 exit "$status"

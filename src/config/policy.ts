@@ -1,7 +1,7 @@
 import picomatch from 'picomatch';
 import { z } from 'zod';
 import { AppError } from '../app-error.js';
-import { LEAF_PROTOCOL } from '../leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import type { OctokitRequester, RepoConfig } from './repo-config.js';
 import {
   POLICY_SETTINGS_KEYS,

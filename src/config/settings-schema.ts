@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { LEAF_PROTOCOL } from '../leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 
 /**
  * The keys of the admin policy and of `.github/frognano.yml`, as zod schemas whose error messages say
@@ -15,7 +15,7 @@ import { LEAF_PROTOCOL } from '../leaf/protocol.js';
 const LIMITS = LEAF_PROTOCOL.limits;
 
 /**
- * Hard bounds of the numeric keys, inclusive. The Leaf limits (`src/leaf/protocol.json`, the values
+ * Hard bounds of the numeric keys, inclusive. The Leaf limits (`src/protocol/protocol.json`, the values
  * FrogNano-4B was evaluated with) are the ceiling; admins set lower caps in the policy.
  * Units: steps (model requests), seconds, tokens, tries, jobs.
  */

@@ -6,6 +6,8 @@ import type { Logger } from '../observability/logger.js';
 import { createSilentLogger } from '../observability/logger.js';
 import { describeExit } from '../pipeline/run-tests.js';
 import { codeSpan, fence, formatCount, formatDuration, pluralize } from '../text/markdown.js';
+import type { JobData } from '../queue/job-data.js';
+import type { JobReport, JobReporterFactory } from '../queue/job-reporter.js';
 import { githubError, httpStatusOf, type GitHubRequester } from './github-client.js';
 
 /**
@@ -31,30 +33,14 @@ export interface StatusCommentTarget {
   issue: number;
 }
 
-/** A state the comment can show. */
+/**
+ * A state the comment can show: what the worker reports ({@link JobReport}, defined by the queue),
+ * plus what only `serve` shows.
+ */
 export type StatusState =
-  /** In the queue; `position` 1 means next to start. */
-  | {
-      phase: 'queued';
-      position: number | null;
-      triggeredBy?: string;
-      /** Set when a worker handed the job back (shutdown): why it waits again. */
-      again?: string;
-    }
-  /** The agent loop is running: `step` of `maxSteps` (null when unknown yet). */
-  | { phase: 'running'; step: number; maxSteps: number | null }
-  /** Setting up: clone, sandbox, egress probe. */
-  | { phase: 'preparing' }
-  /** Running the repository's tests on the patched tree. */
-  | { phase: 'testing'; command?: string | null }
-  /** Pushing the branch and opening the pull request. */
-  | { phase: 'publishing' }
-  /** An infrastructure error; the queue runs the job again. */
-  | { phase: 'retrying'; attempt: number; maxAttempts: number; reason: string }
+  | JobReport
   /** The label was seen but the job could not be queued (Redis down); nothing will run. */
-  | { phase: 'not_queued'; reason: string }
-  /** The job ended. */
-  | { phase: 'finished'; outcome: Outcome };
+  | { phase: 'not_queued'; reason: string };
 
 /** The issue's status comment. */
 export interface StatusComment {
@@ -91,6 +77,22 @@ const commentSchema = z.object({
   user: z.object({ login: z.string(), type: z.string().optional() }).nullish(),
 });
 const commentListSchema = z.array(commentSchema);
+
+/**
+ * The queue's job reporter as the issue's status comment: the worker calls it with the
+ * installation client it obtained for the job; `bin` wires it. `botLogin` is read per job (the
+ * app's login is resolved once the app is reachable), to recognise the app's own comment.
+ */
+export function statusCommentReporter(
+  botLogin?: () => string | undefined,
+): JobReporterFactory<GitHubRequester> {
+  return (octokit, data: JobData, { jobId, logger }) =>
+    createStatusComment(
+      octokit,
+      { owner: data.owner, repo: data.repo, issue: data.issueNumber },
+      { commentId: data.statusCommentId, botLogin: botLogin?.(), jobId, logger },
+    );
+}
 
 /**
  * Create the status comment handle of an issue. Nothing is written until {@link StatusComment.update}.

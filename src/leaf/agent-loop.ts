@@ -3,7 +3,7 @@ import type { AssistantMessage, ChatMessage, ChatModel, ChatResponse } from '../
 import { createSilentLogger, type Logger } from '../observability/logger.js';
 import { createTrajectoryJournal } from '../observability/trajectory-journal.js';
 import type { Sandbox } from '../sandbox/sandbox.js';
-import { LEAF_PROTOCOL } from './protocol.js';
+import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import {
   executeTool,
   parseToolArguments,

@@ -2,7 +2,7 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUse
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import { AppError, isAppError } from '../app-error.js';
-import { LEAF_PROTOCOL } from '../leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import { createSilentLogger, type Logger } from '../observability/logger.js';
 import type {
   AssistantMessage,

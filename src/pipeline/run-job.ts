@@ -12,7 +12,7 @@ import type { Trajectory } from '../leaf/trajectory.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
-import type { JobData } from '../queue/job-data.js';
+import type { JobRequest } from './job-request.js';
 import { assertEgressBlocked, type EgressTarget } from '../sandbox/egress-probe.js';
 import { cloneFolderPrefix, jobFolders, writeOwner } from '../sandbox/local/leftover-folders.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
@@ -111,7 +111,7 @@ export interface RunJobDeps {
    * The repository's effective policy. Throw AppError `POLICY_REFUSED` / `CONFIG_INVALID` (with
    * `details.messages`) to refuse the job.
    */
-  resolvePolicy: (data: JobData, context: { defaultBranch: string }) => Promise<JobPolicy>;
+  resolvePolicy: (data: JobRequest, context: { defaultBranch: string }) => Promise<JobPolicy>;
   /** Author of the bot's commits: `<slug>[bot]`, `<id>+<slug>[bot]@users.noreply.<host>`. */
   appIdentity: GitIdentity;
   /** `publishPullRequest` from `src/github-app/pull-request.ts`. */
@@ -164,7 +164,7 @@ export interface RunJobContext {
  * or `attempt-<n>.json` per attempt plus `attempts.json` and the chosen one as `trajectory.json`)
  * and the test logs are in the store.
  */
-export async function runJob(data: JobData, deps: RunJobDeps, ctx: RunJobContext): Promise<Outcome> {
+export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobContext): Promise<Outcome> {
   const { signal, logger } = ctx;
   const jobId = ctx.jobId ?? defaultJobId(data);
   const now = deps.now ?? (() => new Date());
@@ -723,7 +723,7 @@ function cancelledBy(signal: AbortSignal): string | null {
 }
 
 /** `owner.repo.n.delivery`, like the queue's job ids, when the caller gives none. */
-function defaultJobId(data: JobData): string {
+function defaultJobId(data: JobRequest): string {
   const clean = (s: string): string => s.replace(/[^A-Za-z0-9._-]/g, '_');
   return `${clean(data.owner.toLowerCase())}.${clean(data.repo.toLowerCase())}.${data.issueNumber}.${clean(data.deliveryId)}`;
 }

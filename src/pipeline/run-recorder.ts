@@ -6,9 +6,9 @@ import { jobFolder } from '../observability/record-chain.js';
 import type { RecordWriter } from '../observability/record-writer.js';
 import { policyDigest, runRecordSchema, sha256, type RunRecord } from '../observability/run-record.js';
 import { describeServedModel, safeModelUrl, type ServedModel } from '../observability/served-model.js';
-import { PROTOCOL_TEXT } from '../leaf/protocol.js';
+import { PROTOCOL_TEXT } from '../protocol/protocol.js';
 import { runGit } from '../git/run-git.js';
-import type { JobData } from '../queue/job-data.js';
+import type { JobRequest } from './job-request.js';
 import type { GitHubClient } from './github-client.js';
 import type { Outcome } from './outcome.js';
 import type { PublishPullRequest } from './publish-change.js';
@@ -62,7 +62,7 @@ const VERSION: string = await readFile(new URL('../../package.json', import.meta
  * test logs, the patch) to the record store.
  */
 export interface RunRecorder {
-  begin(data: JobData, jobId: string, octokit: GitHubClient): RunCollector;
+  begin(data: JobRequest, jobId: string, octokit: GitHubClient): RunCollector;
 }
 
 export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
@@ -139,7 +139,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
               worker: { hostname: hostname(), version: VERSION },
               policy: facts.policy ? describePolicy(facts.policy) : null,
               model: { name: options.model.name, url: safeModelUrl(options.model.url), ...(await served) },
-              protocol: { file: 'src/leaf/protocol.json', sha256: sha256(PROTOCOL_TEXT) },
+              protocol: { file: 'src/protocol/protocol.json', sha256: sha256(PROTOCOL_TEXT) },
               instruction: facts.instruction
                 ? { sha256: sha256(facts.instruction), chars: facts.instruction.length }
                 : null,
@@ -184,7 +184,7 @@ export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
 
 async function lookUpPermission(
   octokit: GitHubClient,
-  data: JobData,
+  data: JobRequest,
 ): Promise<RunRecord['trigger']['permission']> {
   const { data: perm } = await octokit.rest.repos.getCollaboratorPermissionLevel({
     owner: data.owner,

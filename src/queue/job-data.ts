@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { JobRequest } from '../pipeline/job-request.js';
 
 /**
  * The data of one queued job (BullMQ job `data`), versioned. Validated with {@link parseJobData} when
@@ -39,3 +40,7 @@ export type JobData = z.infer<typeof jobDataSchema>;
 export function parseJobData(data: unknown): JobData {
   return jobDataSchema.parse(data);
 }
+
+// The pipeline defines the job request it needs; queued job data must keep satisfying it.
+type JobDataIsJobRequest = JobData extends JobRequest ? true : never;
+const _jobDataIsJobRequest: JobDataIsJobRequest = true;

@@ -2,8 +2,6 @@ import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { AppError, isAppError } from '../app-error.js';
-import { createStatusComment, type StatusComment, type StatusState } from '../github-app/status-comment.js';
-import type { InstallationOctokit } from '../github-app/github-client.js';
 import { createJobLogger, type Logger } from '../observability/logger.js';
 import type { JobFacts, WorkerMetrics } from '../observability/metrics.js';
 import type { Outcome } from '../pipeline/outcome.js';
@@ -17,6 +15,7 @@ import {
 import type { ConcurrencyLimiter } from './concurrency-limiter.js';
 import { createIssueGuard } from './issue-guard.js';
 import { jobDataSchema, type JobData } from './job-data.js';
+import type { JobReport, JobReporter, JobReporterFactory } from './job-reporter.js';
 import { JOB_NAME, type JobResult } from './job-queue.js';
 import { appKeys, issueKey } from './queue-keys.js';
 
@@ -27,7 +26,7 @@ import { appKeys, issueKey } from './queue-keys.js';
 export type { JobProgress };
 
 /** What the job runner gets besides the job data. */
-export interface JobRunContext {
+export interface JobRunContext<Client = unknown> {
   /** BullMQ job id. */
   jobId: string;
   /** 1 for the first run, 2 after a retry, … */
@@ -42,15 +41,18 @@ export interface JobRunContext {
   logger: Logger;
   /** Report progress; never throws, returns at once (the comment is written in the background). */
   progress: (p: JobProgress) => Promise<void>;
-  /** Installation-authenticated client; its installation token lives only in this process. */
-  octokit: InstallationOctokit;
+  /**
+   * The client `getClient` gave for the job's installation (in `bin`, an installation-authenticated
+   * Octokit whose token lives only in this process).
+   */
+  client: Client;
 }
 
 /**
  * Runs one job and says how it ended; must never throw (the pipeline's `runJob` bound to its
  * dependencies). A thrown error is treated as an infrastructure failure and retried by the queue.
  */
-export type JobRunner = (data: JobData, ctx: JobRunContext) => Promise<Outcome>;
+export type JobRunner<Client = unknown> = (data: JobData, ctx: JobRunContext<Client>) => Promise<Outcome>;
 
 /** Per-repository concurrency, through the policy module's limiter. */
 export interface RepoConcurrency {
@@ -65,7 +67,7 @@ export interface RepoConcurrency {
 }
 
 /** Options of {@link createJobWorker}. */
-export interface JobWorkerOptions {
+export interface JobWorkerOptions<Client = unknown> {
   /** A `worker`-role connection (`maxRetriesPerRequest: null`); owned by the caller. */
   redis: Redis;
   /** A `subscriber`-role connection for cancel requests; owned by the caller. */
@@ -84,11 +86,11 @@ export interface JobWorkerOptions {
   cancelPollMs: number;
   /** At close, how long active jobs may finish before they are cancelled and re-queued, ms. */
   shutdownTimeoutMs: number;
-  /** Installation-authenticated client for an installation (token kept in memory). */
-  getOctokit: (installationId: number) => Promise<InstallationOctokit>;
-  run: JobRunner;
-  /** The app's bot login, to recognise its own status comment. */
-  botLogin?: () => string | undefined;
+  /** The client for an installation (in `bin`: installation-authenticated, token kept in memory). */
+  getClient: (installationId: number) => Promise<Client>;
+  run: JobRunner<Client>;
+  /** Where each job's reports go (in `bin`: the issue's status comment). */
+  reporterFor: JobReporterFactory<Client>;
   concurrencyLimit?: RepoConcurrency;
   /** Minimum time between two "running (step n)" edits of the status comment, ms (default 10 000). */
   progressIntervalMs?: number;
@@ -125,7 +127,7 @@ const SHUTDOWN_CANCEL_GRACE_MS = 15_000;
  * `maxStalledCount` times because its worker kept dying) gets its status comment set to "failed"
  * by the `failed` event handler here.
  */
-export async function createJobWorker(options: JobWorkerOptions): Promise<JobWorker> {
+export async function createJobWorker<Client>(options: JobWorkerOptions<Client>): Promise<JobWorker> {
   const { redis, prefix, queueName, logger, metrics } = options;
   const keys = appKeys(prefix);
   const guard = createIssueGuard(redis, keys);
@@ -207,13 +209,9 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
         });
       }
 
-      const octokit = await options.getOctokit(data.installationId);
-      const status = createStatusComment(
-        octokit,
-        { owner: data.owner, repo: data.repo, issue: data.issueNumber },
-        { commentId: data.statusCommentId, botLogin: options.botLogin?.(), jobId, logger: log },
-      );
-      const show = (state: StatusState) =>
+      const client = await options.getClient(data.installationId);
+      const status = options.reporterFor(client, data, { jobId, logger: log });
+      const show = (state: JobReport) =>
         status.update(state).then(
           () => undefined,
           (err: unknown) => log.warn({ err }, 'status comment update failed'),
@@ -232,7 +230,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
           signal: controller.signal,
           logger: log,
           progress,
-          octokit,
+          client,
         });
       }
 
@@ -337,12 +335,8 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
       );
       metrics?.recordJob(jobFacts(outcome, Date.now() - (job.processedOn ?? job.timestamp)));
       try {
-        const octokit = await options.getOctokit(data.installationId);
-        const status = createStatusComment(
-          octokit,
-          { owner: data.owner, repo: data.repo, issue: data.issueNumber },
-          { commentId: data.statusCommentId, botLogin: options.botLogin?.(), jobId, logger: log },
-        );
+        const client = await options.getClient(data.installationId);
+        const status = options.reporterFor(client, data, { jobId, logger: log });
         await writeFinal(status, outcome, log);
       } catch (e) {
         log.error({ err: e }, 'could not write the failure into the status comment');
@@ -382,7 +376,7 @@ export async function createJobWorker(options: JobWorkerOptions): Promise<JobWor
 }
 
 /** The final status comment write, retried a few times: it is the one a person reads. */
-async function writeFinal(status: StatusComment, outcome: Outcome, log: Logger): Promise<void> {
+async function writeFinal(status: JobReporter, outcome: Outcome, log: Logger): Promise<void> {
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
       await status.update({ phase: 'finished', outcome });
@@ -402,7 +396,7 @@ async function writeFinal(status: StatusComment, outcome: Outcome, log: Logger):
  */
 function createProgressReporter(
   job: Job<JobData, JobResult, typeof JOB_NAME>,
-  show: (s: StatusState) => Promise<void>,
+  show: (s: JobReport) => Promise<void>,
   intervalMs: number,
   log: Logger,
   shownPhase: string | null = null,
@@ -418,7 +412,7 @@ function createProgressReporter(
     if (!phaseChanged && now - lastWrite < intervalMs) return Promise.resolve();
     lastPhase = p.stage;
     lastWrite = now;
-    const state: StatusState =
+    const state: JobReport =
       p.stage === 'running'
         ? { phase: 'running', step: p.step ?? 0, maxSteps: p.maxSteps ?? null }
         : { phase: p.stage };

@@ -159,7 +159,7 @@ async function checkRecord(
     outcome: { kind: 'pr_opened' },
     pullRequest: { number: run.pr.number, url: run.pr.html_url, checkRunId: run.check.id },
   });
-  expect(record.protocol.sha256).toBe(sha256(await readFile(join(ROOT, 'src/leaf/protocol.json'))));
+  expect(record.protocol.sha256).toBe(sha256(await readFile(join(ROOT, 'src/protocol/protocol.json'))));
   expect(record.policy?.sha256).toMatch(/^[0-9a-f]{64}$/);
   expect(record.policy?.effective).toMatchObject({ maxSteps: 150, repo: `${OWNER}/${REPO}` });
   expect(record.instruction?.sha256).toMatch(/^[0-9a-f]{64}$/);

@@ -13,7 +13,7 @@ import { runAgentLoop } from '../../leaf/agent-loop.js';
 import type { Trajectory, TrajectoryStep } from '../../leaf/trajectory.js';
 import { filesInPatch } from '../../leaf/workspace-patch.js';
 import { listModels } from '../../llm/sglang-client.js';
-import { createChatModelFromUrl } from '../../llm/replay-model.js';
+import { createChatModelFromUrl } from '../../leaf/replay-model.js';
 import { createLogger } from '../../observability/logger.js';
 import type { Logger } from '../../observability/logger.js';
 import { prepareSandbox } from '../../pipeline/prepare-sandbox.js';

@@ -11,6 +11,7 @@ import {
   type InstallationOctokit,
 } from '../../github-app/github-client.js';
 import { checkModel, checkReadiness, resolveBotLogin } from '../../github-app/readiness.js';
+import { statusCommentReporter } from '../../github-app/status-comment.js';
 import type { ChatModel } from '../../llm/chat-model.js';
 import type { Logger } from '../../observability/logger.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
@@ -20,7 +21,7 @@ import { sweepRecords } from '../../observability/record-retention.js';
 import { createRunRecorder } from '../../pipeline/run-recorder.js';
 import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
-import type { JobData } from '../../queue/job-data.js';
+import type { JobRequest } from '../../pipeline/job-request.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
 import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
@@ -50,7 +51,7 @@ export interface StartWorkerOptions {
   env: AppEnv;
   logger: Logger;
   /** Replace the whole pipeline (queue tests). Default: `runJob` with dependencies from `env`. */
-  run?: JobRunner;
+  run?: JobRunner<InstallationOctokit>;
   /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
   sandboxFactory?: SandboxFactory;
   /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
@@ -212,9 +213,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       maxStalledCount: env.maxStalledCount,
       cancelPollMs: env.cancelPollMs,
       shutdownTimeoutMs: env.shutdownTimeoutMs,
-      getOctokit: (id) => clients.get(id),
+      getClient: (id) => clients.get(id),
       run,
-      botLogin: () => botLogin.get(),
+      reporterFor: statusCommentReporter(() => botLogin.get()),
       concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
       progressIntervalMs: options.progressIntervalMs,
       logger,
@@ -371,7 +372,7 @@ function createPipelineRunner(input: {
   botLogin: () => string | undefined;
   records: RecordServices;
   sandboxFactory: SandboxFactory;
-}): JobRunner {
+}): JobRunner<InstallationOctokit> {
   const { env, logger, options, policyStore, sandboxFactory } = input;
   const recorder = createRunRecorder({
     writer: input.records.writer,
@@ -396,11 +397,11 @@ function createPipelineRunner(input: {
           logger,
         }));
     const login = input.botLogin() ?? 'frognano[bot]';
-    const run = recorder.begin(data, ctx.jobId, ctx.octokit);
+    const run = recorder.begin(data, ctx.jobId, ctx.client);
     const outcome = await runJob(
       data,
       {
-        octokit: ctx.octokit,
+        octokit: ctx.client,
         gitBaseUrl: env.githubWebUrl,
         sandboxFactory,
         createModel,
@@ -409,7 +410,7 @@ function createPipelineRunner(input: {
         workDir: env.workDir,
         trajectoryDir: env.trajectoryDir,
         resolvePolicy: (job, { defaultBranch }) =>
-          resolveJobPolicy(ctx.octokit, job, defaultBranch, policyStore),
+          resolveJobPolicy(ctx.client, job, defaultBranch, policyStore),
         appIdentity: { name: login, email: noreplyEmail({ login }, host) },
         publishPullRequest: run.wrapPublish(publishPullRequest),
         onFacts: (facts) => run.onFacts(facts),
@@ -430,7 +431,7 @@ function createPipelineRunner(input: {
  */
 async function resolveJobPolicy(
   octokit: InstallationOctokit,
-  job: JobData,
+  job: JobRequest,
   defaultBranch: string,
   policyStore: PolicyStore,
 ): Promise<JobPolicy> {

@@ -1,5 +1,5 @@
 import { AppError } from '../../app-error.js';
-import { LEAF_PROTOCOL } from '../protocol.js';
+import { LEAF_PROTOCOL } from '../../protocol/protocol.js';
 import { pyStrip } from './python-values.js';
 
 /**

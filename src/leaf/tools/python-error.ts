@@ -1,5 +1,5 @@
 import { constants as osConstants } from 'node:os';
-import { pyRepr } from './python-values.js';
+import { pyRepr } from './python-repr.js';
 
 /**
  * A Python exception as the reference Leaf tool runner reports it. The runner catches every exception

@@ -8,15 +8,16 @@
  * Python int `1` (`str()` gives `1`, Python would give `1.0`).
  */
 import { PythonError } from './python-error.js';
+import { pyRepr } from './python-repr.js';
+
+// Re-exported so the tools keep one import for the Python value semantics.
+export { pyRepr };
 
 /** Characters for which Python's `str.isspace()` is true (what `str.strip()` and `int()` strip). */
 const PY_WHITESPACE = new Set([
   0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002,
   0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
 ]);
-
-/** Code points for which Python's `str.isprintable()` is false (repr escapes them). */
-const NOT_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
 
 /** Python `str.strip()` with no argument (Unicode whitespace as Python defines it). */
 export function pyStrip(s: string): string {
@@ -25,33 +26,6 @@ export function pyStrip(s: string): string {
   while (start < end && PY_WHITESPACE.has(s.charCodeAt(start))) start++;
   while (end > start && PY_WHITESPACE.has(s.charCodeAt(end - 1))) end--;
   return s.slice(start, end);
-}
-
-function hex(cp: number, width: number): string {
-  return cp.toString(16).padStart(width, '0');
-}
-
-/**
- * Python `repr()` of a `str`: single quotes unless the text holds `'` and no `"`; backslash escapes
- * for `\\`, the quote, `\t`, `\n`, `\r`; `\xNN`/`\uNNNN`/`\UNNNNNNNN` for non-printable code points;
- * printable non-ASCII kept as is.
- */
-export function pyRepr(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const cp = ch.codePointAt(0) ?? 0;
-    if (ch === quote || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (cp < 0x20 || cp === 0x7f) out += `\\x${hex(cp, 2)}`;
-    else if (cp < 0x7f || (ch !== ' ' && !NOT_PRINTABLE.test(ch))) out += ch;
-    else if (cp <= 0xff) out += `\\x${hex(cp, 2)}`;
-    else if (cp <= 0xffff) out += `\\u${hex(cp, 4)}`;
-    else out += `\\U${hex(cp, 8)}`;
-  }
-  return out + quote;
 }
 
 /** Python `repr()` of a float (shortest round-trip digits; exponent form below 1e-4 and from 1e16). */

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadEnv, type AppEnv } from '../../../src/config/env.js';
 import { createInstallationClients } from '../../../src/github-app/github-client.js';
 import { startServer, type RunningServer } from '../../../src/github-app/server.js';
-import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
+import { STATUS_MARKER, statusCommentReporter } from '../../../src/github-app/status-comment.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import { closeRedis, createRedisConnection } from '../../../src/queue/redis-connection.js';
 import { createJobWorker, type JobWorker } from '../../../src/queue/worker.js';
@@ -174,7 +174,8 @@ it('keeps queued jobs across Redis restarts; serve and worker reconnect', async 
     maxStalledCount: 1,
     cancelPollMs: 500,
     shutdownTimeoutMs: 2000,
-    getOctokit: (id) => clients.get(id),
+    getClient: (id) => clients.get(id),
+    reporterFor: statusCommentReporter(),
     run: async (data, ctx) => {
       ran.push(data.issueNumber);
       return {

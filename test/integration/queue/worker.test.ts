@@ -3,9 +3,12 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AppEnv } from '../../../src/config/env.js';
-import { createInstallationClients } from '../../../src/github-app/github-client.js';
+import {
+  createInstallationClients,
+  type InstallationOctokit,
+} from '../../../src/github-app/github-client.js';
 import { startServer, type RunningServer } from '../../../src/github-app/server.js';
-import { STATUS_MARKER } from '../../../src/github-app/status-comment.js';
+import { STATUS_MARKER, statusCommentReporter } from '../../../src/github-app/status-comment.js';
 import { createSilentLogger } from '../../../src/observability/logger.js';
 import { createWorkerMetrics } from '../../../src/observability/metrics.js';
 import type { Outcome, RunSummary } from '../../../src/pipeline/outcome.js';
@@ -80,8 +83,8 @@ afterEach(async () => {
 
 /** Start an in-process worker on this test's queue with `run` and test-sized timings. */
 async function startTestWorker(
-  run: JobRunner,
-  overrides: Partial<JobWorkerOptions> = {},
+  run: JobRunner<InstallationOctokit>,
+  overrides: Partial<JobWorkerOptions<InstallationOctokit>> = {},
 ): Promise<JobWorker> {
   const redis = createRedisConnection(env.redisUrl, 'worker', { logger });
   const subscriber = createRedisConnection(env.redisUrl, 'subscriber', { logger });
@@ -98,9 +101,9 @@ async function startTestWorker(
     maxStalledCount: 1,
     cancelPollMs: 60_000,
     shutdownTimeoutMs: 5000,
-    getOctokit: (id) => clients.get(id),
+    getClient: (id) => clients.get(id),
     run,
-    botLogin: () => ghe.botLogin,
+    reporterFor: statusCommentReporter(() => ghe.botLogin),
     progressIntervalMs: 0,
     logger,
     ...overrides,
@@ -143,7 +146,7 @@ async function jobOf(n: number) {
 
 describe('worker', () => {
   it('runs a job and edits one status comment in place: queued → preparing → running → outcome', async () => {
-    const calls: Array<{ data: JobData; ctx: JobRunContext }> = [];
+    const calls: Array<{ data: JobData; ctx: JobRunContext<InstallationOctokit> }> = [];
     const metrics = createWorkerMetrics({ defaultMetrics: false });
     await startTestWorker(
       async (data, ctx) => {
@@ -171,7 +174,7 @@ describe('worker', () => {
       triggeredBy: { login: 'alice' },
     });
     expect(calls[0]!.ctx.attempt).toBe(1);
-    const { token } = (await calls[0]!.ctx.octokit.auth({ type: 'installation' })) as { token: string };
+    const { token } = (await calls[0]!.ctx.client.auth({ type: 'installation' })) as { token: string };
     expect(token).toMatch(/^ghs_/);
 
     const comment = statusComment(n);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isAppError } from '../../../src/app-error.js';
-import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import {
   BUILT_IN_PROTECTED_PATHS,
   EMPTY_ADMIN_POLICY,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/app-error.js';
 import { runAgentLoop } from '../../../src/leaf/agent-loop.js';
-import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import type { Trajectory } from '../../../src/leaf/trajectory.js';
 import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse } from '../../../src/llm/chat-model.js';
 import { journalPathFor, parseTrajectoryJournal } from '../../../src/observability/trajectory-journal.js';

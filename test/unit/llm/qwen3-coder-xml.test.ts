@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import type { AssistantMessage } from '../../../src/llm/chat-model.js';
 import {
   generateToolCallId,

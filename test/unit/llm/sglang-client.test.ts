@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../../src/app-error.js';
-import { LEAF_PROTOCOL } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import type { ChatMessage } from '../../../src/llm/chat-model.js';
 import {
   SGLANG_LAUNCH_HINT,

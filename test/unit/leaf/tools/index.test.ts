@@ -5,7 +5,7 @@ import { countOccurrences, isUniformlyCrlf, truthyFlag } from '../../../../src/l
 import { parseToolArguments, readLeafToolSettings } from '../../../../src/leaf/tools/index.js';
 import { PythonError, pythonOsError } from '../../../../src/leaf/tools/python-error.js';
 import { utf8EncodeError } from '../../../../src/leaf/tools/write.js';
-import { LEAF_PROTOCOL } from '../../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL } from '../../../../src/protocol/protocol.js';
 import { runPython } from './run-python.js';
 
 describe('parseToolArguments', () => {

@@ -60,7 +60,7 @@ export type LeafProtocol = z.infer<typeof protocolSchema>;
 /** One OpenAI-style function tool schema from the protocol. */
 export type LeafToolSchema = LeafProtocol['tools'][number];
 
-/** URL of `protocol.json` (resolved from `src/leaf` or `dist/leaf`; the build copies it). */
+/** URL of `protocol.json` (resolved from `src/protocol` or `dist/protocol`; the build copies it). */
 export const PROTOCOL_URL = new URL('./protocol.json', import.meta.url);
 
 /** The raw text of protocol.json, exactly as shipped. */

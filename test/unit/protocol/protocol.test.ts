@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { LEAF_PROTOCOL, LEAF_TOOL_NAMES, PROTOCOL_TEXT } from '../../../src/leaf/protocol.js';
+import { LEAF_PROTOCOL, LEAF_TOOL_NAMES, PROTOCOL_TEXT } from '../../../src/protocol/protocol.js';
 
 /** sha256 of `shared/leaf-protocol/leaf-protocol.json` when it was copied (PROTOCOL-NOTICE.md). */
 const PROTOCOL_SHA256 = 'cde9e11ae90c60e8b02e46d77f662e94bd4f30172024268c9479a483b41a6da5';
-const notice = readFileSync(new URL('../../../src/leaf/PROTOCOL-NOTICE.md', import.meta.url), 'utf8');
+const notice = readFileSync(new URL('../../../src/protocol/PROTOCOL-NOTICE.md', import.meta.url), 'utf8');
 
 // The copy's equality with ../shared/ is proven by scripts/check-shared-copies.sh (run by .ci/run
 // where ../shared/ exists): these tests need nothing outside the repository.

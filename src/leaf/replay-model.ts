@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../app-error.js';
-import type { Trajectory } from '../leaf/trajectory.js';
+import type { Trajectory } from './trajectory.js';
 import { parseTrajectoryText, trajectoryFileCandidates } from '../observability/trajectory-journal.js';
-import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse, Usage } from './chat-model.js';
-import { createSglangClient, type SglangClientOptions } from './sglang-client.js';
+import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse, Usage } from '../llm/chat-model.js';
+import { createSglangClient, type SglangClientOptions } from '../llm/sglang-client.js';
 
 /**
  * A {@link ChatModel} that plays back a recorded trajectory (the JSON file of
