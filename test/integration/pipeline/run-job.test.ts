@@ -112,8 +112,10 @@ describe('runJob against the GHE stand-in, the local sandbox and a scripted mode
     expect(body).toMatch(/1 passed/);
     expect(body).toContain('| Exit reason | Steps | Tokens | Time |');
     expect(body).toMatch(/\| `agent` \| 3 of 10 \| [\d,]+ prompt \+ [\d,]+ completion \| [\d.]+ s \|/);
-    const jobId = `${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}`;
-    expect(body).toContain(`<sub>Job \`${jobId}\`; its run record: \`frognano-bot audit show ${jobId}\`.`);
+    const bodyJobId = `${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}`;
+    expect(body).toContain(
+      `<sub>Job \`${bodyJobId}\`; its run record: \`frognano-bot audit show ${bodyJobId}\`.`,
+    );
 
     // Label (created in the repository), review request, check run.
     expect(fx.ghe.state.labels(OWNER, REPO, pr.number)).toContain(NEEDS_REVIEW_LABEL);
