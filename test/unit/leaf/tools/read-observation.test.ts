@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderReadObservation } from '../../../../src/leaf/tools/read.js';
+import { renderAsciiReadObservation, renderReadObservation } from '../../../../src/leaf/tools/read.js';
 import { runPython } from './run-python.js';
 
 /** The reference's Read formatting and `[truncated N chars]` cap, run by the real interpreter. */
@@ -75,5 +75,30 @@ describe('renderReadObservation', () => {
     const expected = runPython<string[]>(REFERENCE, cases);
     const actual = cases.map((c) => renderReadObservation(...c));
     for (let i = 0; i < cases.length; i++) expect(actual[i], JSON.stringify(cases[i])).toBe(expected[i]);
+  });
+
+  it('gives the same observation from the bytes of ASCII files longer than the cap', () => {
+    const next = rng(7);
+    const ascii = ['a', 'bc', ' ', '\n', '\n', '\n\n', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', 'xyz'];
+    const cases: Case[] = [];
+    for (let k = 0; k < 1500; k++) {
+      let text = '';
+      const n = 1 + Math.floor(next() * 80);
+      for (let i = 0; i < n; i++) text += ascii[Math.floor(next() * ascii.length)] ?? '';
+      cases.push(['src/a.py', text, 1, 0, 1 + Math.floor(next() * 60)]);
+    }
+    cases.push(['big.py', 'value = compute(alpha, beta)  # comment\n'.repeat(26_000), 1, 0, 20_000]);
+    cases.push(['big.py', 'line\n'.repeat(30_000) + 'last', 1, 0, 20_000]);
+    const expected = runPython<string[]>(REFERENCE, cases);
+    let fast = 0;
+    for (let i = 0; i < cases.length; i++) {
+      const [header, text, , , cap] = cases[i] ?? ['', '', 1, 0, 0];
+      const actual = renderAsciiReadObservation(header, Buffer.from(text), cap);
+      if (actual === undefined) continue;
+      fast++;
+      expect(actual, JSON.stringify(cases[i])).toBe(expected[i]);
+    }
+    // Most of these texts are longer than their cap, so the byte path must have answered them.
+    expect(fast).toBeGreaterThan(cases.length / 2);
   });
 });
