@@ -3,8 +3,8 @@
 #   - bubblewrap (the local sandbox driver) with e2fsprogs and util-linux (its workspace file system
 #     and unprivileged uid), git, python3 with pytest (the example projects' tests),
 #     openssl (the TLS tests make a throwaway certificate authority with it);
-#   - gcc and libseccomp-dev, then builds native/build/sandbox-exec (the local sandbox's per-command
-#     launcher with its seccomp filter; `npm run build` builds it too);
+#   - gcc and libseccomp-dev, with which `npm ci` / `npm run build` builds native/build/sandbox-exec
+#     (the local sandbox's per-command launcher and its seccomp filter);
 #   - Redis answering on 127.0.0.1:6379 (the queue; the tests use it), started if it does not answer;
 #   - promtool (Debian's prometheus package): the metrics test lints both processes' /metrics with it.
 # Idempotent: installs only what is missing. Needs root (or sudo) for apt-get.
@@ -37,13 +37,6 @@ if ! command -v promtool >/dev/null 2>&1; then
   if [ -d /run/systemd/system ]; then $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true; fi
 fi
 
-# The launcher is built from the repository root (where package.json is), when node is there.
-repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if command -v node >/dev/null 2>&1; then
-  (cd "$repo_root" && node scripts/build-native.mjs)
-  [ -x "$repo_root/native/build/sandbox-exec" ] || { echo "setup: building the sandbox launcher failed" >&2; exit 1; }
-fi
-
 redis_answers() {
   # PING over bash's /dev/tcp, so no redis-cli is needed.
   timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/6379 && printf "PING\r\n" >&3 && read -r -t 2 line <&3 && [[ "$line" == +PONG* ]]' \
@@ -61,4 +54,4 @@ if ! redis_answers; then
   done
   redis_answers || { echo "setup: Redis did not start; see /tmp/frognano-redis/redis.log" >&2; exit 1; }
 fi
-echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), the seccomp launcher, git, python3-pytest, promtool and Redis are ready"
+echo "setup: bubblewrap $(bwrap --version | cut -d' ' -f2), gcc with libseccomp, git, python3-pytest, promtool and Redis are ready"

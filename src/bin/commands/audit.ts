@@ -57,7 +57,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (!sub || sub === '--help' || sub === '-h' || parsed.values.help) {
-    process.stdout.write(`${USAGE}\n`);
+    // Asked for, usage is the output; missing a subcommand, it is a usage error (stderr, exit 2).
+    if (sub) process.stdout.write(`${USAGE}\n`);
+    else process.stderr.write(`frognano-bot audit: which subcommand?\n\n${USAGE}\n`);
     return sub ? 0 : 2;
   }
   const env = loadRecordEnv();
