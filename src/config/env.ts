@@ -212,7 +212,8 @@ export const ENV_SPECS = {
     {
       required: true,
       secret: true,
-      description: 'The webhook secret entered in the App settings; signatures are checked with it.',
+      description:
+        'The webhook secret entered in the App settings (at least 8 characters); signatures are checked with it.',
     },
     z.string().min(8, 'must be at least 8 characters'),
   ),
