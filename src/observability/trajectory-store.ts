@@ -89,7 +89,12 @@ export function createTrajectoryStore(options: {
           throw new AppError('TRAJECTORY_NOT_FOUND', `cannot read ${path}: ${(err as Error).message}`);
         }
       }
-      throw new AppError('TRAJECTORY_NOT_FOUND', `no trajectory for "${jobIdOrPath}" in ${dir}`);
+      throw new AppError(
+        'TRAJECTORY_NOT_FOUND',
+        /\.jsonl?$/.test(jobIdOrPath)
+          ? `no trajectory file ${candidates.join(' or ')}`
+          : `no trajectory for job "${jobIdOrPath}" in ${dir}`,
+      );
     },
     async sweep(now = Date.now()) {
       let removed = 0;
