@@ -7,6 +7,10 @@ import { pyRepr } from './python-repr.js';
  * throws a `PythonError` and {@link PythonError.observation} renders exactly that line.
  *
  * Source of the format: `frognano/harness/leaf/tool_runner.py` (`run_tool`) of microsoft/FrogNano.
+ *
+ * Changes together with the other `python-*.ts` files and the parity suite
+ * (`test/fixtures/leaf-parity/`, `test/integration/leaf/parity.test.ts`): the observations must stay
+ * byte-identical to the reference.
  */
 export class PythonError extends Error {
   /** Python exception class name, e.g. `ValueError`, `FileNotFoundError`. */

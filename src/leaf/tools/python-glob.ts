@@ -14,6 +14,10 @@
  *
  * Source of the rules: CPython 3.11 `Lib/glob.py` and `Lib/fnmatch.py` (behaviour re-implemented, not
  * copied).
+ *
+ * Changes together with the other `python-*.ts` files and the parity suite
+ * (`test/fixtures/leaf-parity/`, `test/integration/leaf/parity.test.ts`): the observations must stay
+ * byte-identical to the reference.
  */
 import { PythonError } from './python-error.js';
 

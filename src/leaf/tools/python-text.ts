@@ -2,6 +2,10 @@
  * Python `str` semantics the reference Leaf tools rely on: `str.splitlines()`, universal-newline
  * decoding, `len()` in code points and `sorted()` order (code points, not UTF-16 units).
  * Source: the Python 3.11 documentation of `str.splitlines` and `io.TextIOWrapper` (newline=None).
+ *
+ * Changes together with the other `python-*.ts` files and the parity suite
+ * (`test/fixtures/leaf-parity/`, `test/integration/leaf/parity.test.ts`): the observations must stay
+ * byte-identical to the reference.
  */
 
 /** Line boundaries of Python's `str.splitlines()` (besides `\r\n`, which counts as one). */

@@ -6,6 +6,10 @@
  *
  * Known limit: `JSON.parse` does not keep the int/float distinction, so a JSON `1.0` is treated as the
  * Python int `1` (`str()` gives `1`, Python would give `1.0`).
+ *
+ * Changes together with the other `python-*.ts` files and the parity suite
+ * (`test/fixtures/leaf-parity/`, `test/integration/leaf/parity.test.ts`): the observations must stay
+ * byte-identical to the reference.
  */
 import { PythonError } from './python-error.js';
 import { pyRepr } from './python-repr.js';

@@ -1,3 +1,5 @@
+// Host half of the channel to the in-sandbox agent: changes together with `sandbox-agent.cjs` (the
+// agent's half) and `frame-decoder.ts` (the frame format).
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { z } from 'zod';

@@ -1,6 +1,7 @@
 /**
  * Framing of the channel between the host and the in-sandbox agent (`sandbox-agent.cjs`, which
- * holds the other half of this format). One frame per message:
+ * holds the other half of this format; the two change together, with `agent-connection.ts`). One
+ * frame per message:
  *
  * ```
  * u32 BE header length | u32 BE body length | header (UTF-8 JSON) | body (raw bytes)

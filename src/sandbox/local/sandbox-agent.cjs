@@ -2,6 +2,9 @@
 /*
  * FrogNano in-sandbox agent (local driver).
  *
+ * Changes together with `agent-connection.ts` (requests, nonces, reply caps) and `frame-decoder.ts`
+ * (the frame format) on the host side, and `native/sandbox-exec.c` (how commands start).
+ *
  * One copy runs per sandbox, started once by `bwrap` as `node agent.cjs '<config json>'`, so that a
  * tool call costs one round trip over a pipe instead of a new bubblewrap sandbox (tens of ms).
  * Plain CommonJS with Node built-ins only: it runs inside the sandbox, where node_modules is not
