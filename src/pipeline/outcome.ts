@@ -1,4 +1,4 @@
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import type { Clamp } from '../config/policy.js';
 import type { ExitReason } from '../leaf/trajectory.js';
 
@@ -188,7 +188,7 @@ export function classifyError(
       kind: 'github_error',
       message: (err as Error).message,
       status,
-      retryable: status >= 500 || status === 429,
+      retryable: isRetryableHttpStatus(status),
     };
   }
   const message = err instanceof Error ? err.message : String(err);
