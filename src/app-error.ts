@@ -30,3 +30,21 @@ export class AppError extends Error {
 export function isAppError(err: unknown, code?: string): err is AppError {
   return err instanceof AppError && (code === undefined || err.code === code);
 }
+
+/**
+ * Whether a failed HTTP call (GitHub, the Kubernetes API) is worth another try, from its status.
+ *
+ * - 5xx (the server failed) and 429 (rate limited): retryable.
+ * - any other status (4xx: bad request, not found, forbidden…): not retryable, the same call fails
+ *   the same way again.
+ * - `undefined` (no status at all): retryable. A missing status means the call got no HTTP response
+ *   (connection refused or reset, DNS failure, timeout), a network error that a later try may not hit.
+ *
+ * The model server's client keeps its own retry loop (it also retries 408); this is the rule for
+ * everything else.
+ *
+ * @param status the HTTP status code of the response, or `undefined` when there was none.
+ */
+export function isRetryableHttpStatus(status: number | undefined): boolean {
+  return status === undefined || status >= 500 || status === 429;
+}

@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import type { OctokitRequester, RepoConfig } from './repo-config.js';
 import {
@@ -502,7 +502,7 @@ export function createTeamMembershipCheck(
         'GITHUB_API_ERROR',
         `could not check membership of ${user} in team ${org}/${teamSlug}`,
         {
-          retryable: typeof status !== 'number' || status >= 500 || status === 429,
+          retryable: isRetryableHttpStatus(typeof status === 'number' ? status : undefined),
           cause: err,
           details: { status },
         },

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import {
   ADMIN_ONLY_KEYS,
   REPO_KEYS,
@@ -171,7 +171,7 @@ async function fetchFile(
       'GITHUB_API_ERROR',
       `could not read ${source} of ${owner}/${repo}: ${err instanceof Error ? err.message : String(err)}`,
       {
-        retryable: typeof status !== 'number' || status >= 500 || status === 429,
+        retryable: isRetryableHttpStatus(typeof status === 'number' ? status : undefined),
         cause: err,
         details: { status },
       },

@@ -1,5 +1,5 @@
 import { Probot, ProbotOctokit } from 'probot';
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 
 /**
@@ -30,7 +30,7 @@ export function githubError(err: unknown, what: string): AppError {
   const status = httpStatusOf(err);
   const message = err instanceof Error ? err.message : String(err);
   return new AppError('GITHUB_API_ERROR', `${what}: ${status ? `HTTP ${status}: ` : ''}${message}`, {
-    retryable: status === undefined || status >= 500 || status === 429,
+    retryable: isRetryableHttpStatus(status),
     cause: err,
     details: status === undefined ? undefined : { status },
   });

@@ -1,4 +1,4 @@
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubClient } from '../pipeline/github-client.js';
 import {
@@ -71,7 +71,7 @@ export async function publishPullRequest(
       'GITHUB_API_ERROR',
       `the human review check run could not be created on the pull request${status ? ` (HTTP ${status})` : ''}: ${(err as Error).message}`,
       {
-        retryable: status === undefined || status >= 500 || status === 429,
+        retryable: isRetryableHttpStatus(status),
         cause: err,
         details: { ...(status ? { status } : {}), pullNumber: number, pullUrl: url },
       },

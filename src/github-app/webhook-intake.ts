@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isAppError } from '../app-error.js';
+import { isAppError, isRetryableHttpStatus } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 
 /**
@@ -166,6 +166,6 @@ function isRetryable(err: unknown): boolean {
   if (isAppError(err)) return err.retryable;
   const e = err as { status?: unknown; cause?: unknown } | null;
   if (e?.cause !== undefined && e.cause !== err) return isRetryable(e.cause);
-  if (typeof e?.status === 'number') return e.status >= 500 || e.status === 429;
-  return true;
+  // Anything but a number means no HTTP answer came (a network error).
+  return isRetryableHttpStatus(typeof e?.status === 'number' ? e.status : undefined);
 }

@@ -1,4 +1,4 @@
-import { AppError } from '../app-error.js';
+import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import type { Clamp } from '../config/policy.js';
 import type { ExitReason } from '../leaf/trajectory.js';
 
@@ -188,9 +188,49 @@ export function classifyError(
       kind: 'github_error',
       message: (err as Error).message,
       status,
-      retryable: status >= 500 || status === 429,
+      retryable: isRetryableHttpStatus(status),
     };
   }
   const message = err instanceof Error ? err.message : String(err);
   return { kind: 'failed', code: 'INTERNAL', message, retryable: false, summary };
+}
+
+/**
+ * BullMQ's reason for failing a job that stalled (its worker stopped renewing the lock: crashed, was
+ * killed, lost Redis) more than `maxStalledCount` times. BullMQ exports no class or constant for it:
+ * its `moveStalledJobsToWait` Lua script stores this text as the job's deferred failure and the next
+ * worker fails the job with an `UnrecoverableError` carrying it (bullmq 6.7). A unit test checks the
+ * installed BullMQ still writes it.
+ */
+export const BULLMQ_STALLED_REASON = 'stalled more than allowable limit';
+
+/**
+ * The outcome of a job the queue gave up on (the worker's `failed` event once the job will not run
+ * again): the error its last run threw, or the one BullMQ failed it with.
+ *
+ * - stalled too often ({@link BULLMQ_STALLED_REASON}): `failed` with code `WORKER_LOST`;
+ * - an AppError `GITHUB_API_ERROR`: `github_error` with its `details.status` and `retryable`;
+ * - any other error: `failed` with its AppError code (else `INTERNAL`), not retryable — the queue
+ *   already stopped retrying.
+ */
+export function classifyQueueFailure(err: Error): Outcome {
+  if (err.message.includes(BULLMQ_STALLED_REASON)) {
+    return {
+      kind: 'failed',
+      code: 'WORKER_LOST',
+      message:
+        'the worker running this job stopped (crashed, was killed or lost Redis) more times than allowed',
+      retryable: false,
+    };
+  }
+  if (err instanceof AppError && err.code === 'GITHUB_API_ERROR') {
+    const status = typeof err.details?.status === 'number' ? err.details.status : undefined;
+    return { kind: 'github_error', message: err.message, status, retryable: err.retryable };
+  }
+  return {
+    kind: 'failed',
+    code: err instanceof AppError ? err.code : 'INTERNAL',
+    message: err.message,
+    retryable: false,
+  };
 }

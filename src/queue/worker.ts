@@ -1,10 +1,10 @@
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { AppError, isAppError } from '../app-error.js';
+import { AppError } from '../app-error.js';
 import { createJobLogger, type Logger } from '../observability/logger.js';
 import type { JobFacts, WorkerMetrics } from '../observability/metrics.js';
-import type { Outcome } from '../pipeline/outcome.js';
+import { classifyQueueFailure, type Outcome } from '../pipeline/outcome.js';
 import type { JobProgress } from '../pipeline/run-job.js';
 import {
   createCancelRequests,
@@ -328,7 +328,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
         repo: `${data.owner}/${data.repo}`,
         issue: data.issueNumber,
       });
-      const outcome = failureOutcome(err);
+      const outcome = classifyQueueFailure(err);
       log.error(
         { code: outcome.kind === 'failed' ? outcome.code : outcome.kind, err },
         'job failed for good',
@@ -428,29 +428,6 @@ export function isRetryableOutcome(outcome: Outcome): boolean {
 
 function outcomeReason(outcome: Outcome): string {
   return 'message' in outcome ? outcome.message : outcome.kind;
-}
-
-/** The outcome shown for a job the queue gave up on. */
-export function failureOutcome(err: Error): Outcome {
-  if (err.message.includes('stalled more than allowable limit')) {
-    return {
-      kind: 'failed',
-      code: 'WORKER_LOST',
-      message:
-        'the worker running this job stopped (crashed, was killed or lost Redis) more times than allowed',
-      retryable: false,
-    };
-  }
-  if (isAppError(err) && err.code === 'GITHUB_API_ERROR') {
-    const status = typeof err.details?.status === 'number' ? err.details.status : undefined;
-    return { kind: 'github_error', message: err.message, status, retryable: err.retryable };
-  }
-  return {
-    kind: 'failed',
-    code: isAppError(err) ? err.code : 'INTERNAL',
-    message: err.message,
-    retryable: false,
-  };
 }
 
 function toJobResult(outcome: Outcome): JobResult {

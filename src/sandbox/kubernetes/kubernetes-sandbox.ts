@@ -13,7 +13,7 @@ import {
   type V1Pod,
   type V1Toleration,
 } from '@kubernetes/client-node';
-import { AppError, isAppError } from '../../app-error.js';
+import { AppError, isAppError, isRetryableHttpStatus } from '../../app-error.js';
 import { compilePathPattern, pathMatches, type PathPattern } from '../path-pattern.js';
 import { createSilentLogger, type Logger } from '../../observability/logger.js';
 import { assertEgressBlocked, type EgressTarget } from '../egress-probe.js';
@@ -1096,7 +1096,7 @@ function refusal(err: unknown, what: string, namespace: string): AppError {
   return new AppError(
     'SANDBOX_UNAVAILABLE',
     `creating the sandbox ${what} failed${info.status ? ` (HTTP ${info.status})` : ''}: ${info.message}`,
-    { retryable: info.status === undefined || info.status >= 500 || info.status === 429, cause: err },
+    { retryable: isRetryableHttpStatus(info.status), cause: err },
   );
 }
 
