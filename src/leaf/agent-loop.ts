@@ -10,7 +10,13 @@ import {
   readLeafToolSettings,
   type LeafToolSettings,
 } from './tools/index.js';
-import type { ExitReason, Trajectory, TrajectoryStep, TrajectoryToolCall } from './trajectory.js';
+import {
+  newTrajectory,
+  type ExitReason,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+} from './trajectory.js';
 import { computeWorkspacePatch, readBaseCommit } from './workspace-patch.js';
 
 /** Limits of one trajectory. Defaults: `LEAF_PROTOCOL.limits` (the evaluated FrogNano setup). */
@@ -76,22 +82,13 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
     { role: 'system', content: LEAF_PROTOCOL.system_prompt },
     { role: 'user', content: options.instruction },
   ];
-  const trajectory: Trajectory = {
-    version: 1,
+  const trajectory: Trajectory = newTrajectory({
     jobId: options.jobId,
     model: model.model,
     startedAt: new Date(started).toISOString(),
     messages,
     tools: LEAF_PROTOCOL.tools,
-    steps: [],
-    exitReason: null,
-    error: null,
-    finalMessage: null,
-    contextTokens: 0,
-    totalTokens: { prompt: 0, completion: 0 },
-    elapsedMs: 0,
-    patch: null,
-  };
+  });
 
   // Appended after every step (a step's cost does not grow with the history), written whole at
   // the end; a crash leaves the journal, which the trajectory readers accept.

@@ -86,3 +86,29 @@ export interface Trajectory {
    */
   patch: string | null;
 }
+
+/**
+ * A trajectory before its first step: what the agent loop starts with and what a journal's `start`
+ * line is read back as (`observability/trajectory-journal.ts`), so the two cannot drift apart.
+ */
+export function newTrajectory(start: {
+  jobId: string;
+  model: string;
+  /** ISO 8601 start time. */
+  startedAt: string;
+  messages: ChatMessage[];
+  tools: unknown[];
+}): Trajectory {
+  return {
+    version: 1,
+    ...start,
+    steps: [],
+    exitReason: null,
+    error: null,
+    finalMessage: null,
+    contextTokens: 0,
+    totalTokens: { prompt: 0, completion: 0 },
+    elapsedMs: 0,
+    patch: null,
+  };
+}

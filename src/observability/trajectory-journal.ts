@@ -1,7 +1,7 @@
 import { appendFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ChatMessage } from '../llm/chat-model.js';
-import type { Trajectory, TrajectoryStep } from '../leaf/trajectory.js';
+import { newTrajectory, type Trajectory, type TrajectoryStep } from '../leaf/trajectory.js';
 import type { Logger } from './logger.js';
 
 /**
@@ -148,22 +148,13 @@ export function parseTrajectoryJournal(text: string): Trajectory {
       throw new Error(`line ${i + 1} is not JSON: ${(err as Error).message}`, { cause: err });
     }
     if (entry.type === 'start') {
-      trajectory = {
-        version: 1,
+      trajectory = newTrajectory({
         jobId: String(entry.jobId),
         model: String(entry.model),
         startedAt: String(entry.startedAt),
         messages: [...((entry.messages as ChatMessage[] | undefined) ?? [])],
         tools: (entry.tools as unknown[] | undefined) ?? [],
-        steps: [],
-        exitReason: null,
-        error: null,
-        finalMessage: null,
-        contextTokens: 0,
-        totalTokens: { prompt: 0, completion: 0 },
-        elapsedMs: 0,
-        patch: null,
-      };
+      });
     } else if (entry.type === 'step' && trajectory) {
       const messages = (entry.messages as ChatMessage[] | undefined) ?? [];
       const step = entry.step as TrajectoryStep;
