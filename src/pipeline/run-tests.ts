@@ -2,8 +2,8 @@ import type { Readable } from 'node:stream';
 import { AppError } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
-import { clearTestReports, collectTestReport, planTestReport } from './checks/test-report-capture.js';
-import type { TestCaseResult, TestReportFormat } from './checks/test-results.js';
+import { clearTestReports, collectTestReport, planTestReport } from './test-reports/test-report-capture.js';
+import type { TestCaseResult, TestReportFormat } from './test-reports/test-report-parsers.js';
 import { detectTestCommand } from './detect-test-command.js';
 
 /** Lines of test output kept as the tail shown in the pull request and the status comment. */
@@ -36,7 +36,7 @@ export interface TestRun {
   durationMs: number;
   /**
    * Per-test results, when the runner gave a report (pytest JUnit XML, `go test -json`, vitest's
-   * junit reporter, jest's JSON; see checks/test-report-capture.ts); `null` or absent otherwise —
+   * junit reporter, jest's JSON; see test-reports/test-report-capture.ts); `null` or absent otherwise —
    * then only the exit code speaks.
    */
   tests?: TestCaseResult[] | null;

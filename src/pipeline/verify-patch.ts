@@ -3,10 +3,14 @@ import { archiveTrackedFiles } from '../git/archive-tracked-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { TrajectoryStore } from '../observability/trajectory-store.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
-import { checkPatch } from './checks/check-patch.js';
-import type { PatchLimits } from './checks/patch-limits.js';
-import { compareTestRuns, type TestComparison, type TestRunResult } from './checks/test-results.js';
-import { detectTestTampering, type TamperingReport } from './checks/test-tampering.js';
+import { checkPatch } from './verification/check-patch.js';
+import type { PatchLimits } from './verification/patch-limits.js';
+import {
+  compareTestRuns,
+  type TestComparison,
+  type TestRunResult,
+} from './verification/compare-test-runs.js';
+import { detectTestTampering, type TamperingReport } from './verification/test-tampering.js';
 import { runTests, type TestRun } from './run-tests.js';
 
 /**

@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main as trajectoryCommand } from '../../src/bin/commands/trajectory.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
 import { createSglangClient } from '../../src/llm/sglang-client.js';
-import { TESTS_MODIFIED_LABEL } from '../../src/pipeline/checks/test-tampering.js';
+import { TESTS_MODIFIED_LABEL } from '../../src/pipeline/verification/test-tampering.js';
 import { NEEDS_REVIEW_LABEL } from '../../src/pipeline/publish-change.js';
 import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
 import type { GheStandin } from '../helpers/ghe-standin/index.js';

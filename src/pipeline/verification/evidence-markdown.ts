@@ -1,8 +1,8 @@
 import { codeSpan, formatCount, formatDuration, pluralize, table } from '../../text/markdown.js';
 import { describeExit } from '../run-tests.js';
 import type { AttemptChoice } from './choose-attempt.js';
-import type { TestComparison } from './test-results.js';
-import { WHOLE_SUITE } from './test-results.js';
+import type { TestComparison } from './compare-test-runs.js';
+import { WHOLE_SUITE } from './compare-test-runs.js';
 import { describeTampering, TESTS_MODIFIED_LABEL, type TamperingReport } from './test-tampering.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chooseAttempt, type AttemptResult } from '../../../../src/pipeline/checks/choose-attempt.js';
-import type { TestComparison } from '../../../../src/pipeline/checks/test-results.js';
+import { chooseAttempt, type AttemptResult } from '../../../../src/pipeline/verification/choose-attempt.js';
+import type { TestComparison } from '../../../../src/pipeline/verification/compare-test-runs.js';
 
 function comparison(fixed: number, broken: number, stillFailing = 0): TestComparison {
   const ids = (n: number, p: string): string[] => Array.from({ length: n }, (_, i) => `${p}${i}`);

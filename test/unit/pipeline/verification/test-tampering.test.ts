@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parsePatch, type PatchFile } from '../../../../src/pipeline/checks/parse-patch.js';
-import { compareTestRuns } from '../../../../src/pipeline/checks/test-results.js';
+import { parsePatch, type PatchFile } from '../../../../src/pipeline/verification/parse-patch.js';
+import { compareTestRuns } from '../../../../src/pipeline/verification/compare-test-runs.js';
 import {
   describeTampering,
   detectTestTampering,
   isTestPath,
   TESTS_MODIFIED_LABEL,
-} from '../../../../src/pipeline/checks/test-tampering.js';
+} from '../../../../src/pipeline/verification/test-tampering.js';
 
 function file(
   path: string,

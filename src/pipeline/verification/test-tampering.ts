@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import type { PatchFile, PatchFileStatus } from './parse-patch.js';
-import type { TestComparison } from './test-results.js';
+import type { TestComparison } from './compare-test-runs.js';
 
 /**
  * Test tampering (issue 6, "Test tampering"): agents have been seen deleting or loosening the tests

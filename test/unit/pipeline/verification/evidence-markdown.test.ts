@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { chooseAttempt } from '../../../../src/pipeline/checks/choose-attempt.js';
+import { chooseAttempt } from '../../../../src/pipeline/verification/choose-attempt.js';
 import {
   buildEvidence,
   renderTestComparison,
   testVerdict,
-} from '../../../../src/pipeline/checks/evidence-markdown.js';
-import { compareTestRuns, type TestCaseResult } from '../../../../src/pipeline/checks/test-results.js';
-import { detectTestTampering, TESTS_MODIFIED_LABEL } from '../../../../src/pipeline/checks/test-tampering.js';
+} from '../../../../src/pipeline/verification/evidence-markdown.js';
+import type { TestCaseResult } from '../../../../src/pipeline/test-reports/test-report-parsers.js';
+import { compareTestRuns } from '../../../../src/pipeline/verification/compare-test-runs.js';
+import {
+  detectTestTampering,
+  TESTS_MODIFIED_LABEL,
+} from '../../../../src/pipeline/verification/test-tampering.js';
 
 const side = (tests: Array<[string, TestCaseResult['status']]>, passed = false) => ({
   passed,

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyPatch } from '../../../../src/git/apply-patch.js';
-import { parsePatch } from '../../../../src/pipeline/checks/parse-patch.js';
-import { checkPatch } from '../../../../src/pipeline/checks/check-patch.js';
-import { checkPatchLimits } from '../../../../src/pipeline/checks/patch-limits.js';
-import { readPatchedFileFacts } from '../../../../src/pipeline/checks/patched-file-facts.js';
-import { detectTestTampering } from '../../../../src/pipeline/checks/test-tampering.js';
+import { parsePatch } from '../../../../src/pipeline/verification/parse-patch.js';
+import { checkPatch } from '../../../../src/pipeline/verification/check-patch.js';
+import { checkPatchLimits } from '../../../../src/pipeline/verification/patch-limits.js';
+import { readPatchedFileFacts } from '../../../../src/pipeline/verification/patched-file-facts.js';
+import { detectTestTampering } from '../../../../src/pipeline/verification/test-tampering.js';
 import { createFixtureGit } from '../../../helpers/fixture-git.js';
 
 /**

@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
-  compareTestRuns,
   parseGoTestJson,
   parseJestJson,
   parseJUnitXml,
-  WHOLE_SUITE,
   type TestCaseResult,
+} from '../../../../src/pipeline/test-reports/test-report-parsers.js';
+import {
+  compareTestRuns,
+  WHOLE_SUITE,
   type TestRunResult,
-} from '../../../../src/pipeline/checks/test-results.js';
+} from '../../../../src/pipeline/verification/compare-test-runs.js';
 
 /** Shaped like pytest 9's `--junitxml` output (xunit2). */
 const PYTEST_XML = `<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0" failures="2" skipped="2" tests="6"><testcase classname="test_a" name="test_ok" time="0.001" /><testcase classname="test_a" name="test_bad" time="0.001"><failure message="AssertionError: one &amp; &lt;two&gt;&#10;assert 1 == 2">&gt;   def test_bad(): assert 1 == 2</failure></testcase><testcase classname="test_a" name="test_skip" time="0.005"><skipped type="pytest.skip" message="no">skip</skipped></testcase><testcase classname="test_a" name="test_xf" time="0.001"><skipped type="pytest.xfail" message="" /></testcase><testcase classname="test_a" name="test_p[2]" time="0.001"><error message="fixture 'db' not found">E</error></testcase><testcase classname="test_a.TestK" name="test_m" time="0.001" /></testsuite></testsuites>`;

@@ -6,7 +6,7 @@ import {
   parseJUnitXml,
   type TestCaseResult,
   type TestReportFormat,
-} from './test-results.js';
+} from './test-report-parsers.js';
 
 /**
  * How the test runners are asked for per-test reports, and how the reports are read back from the

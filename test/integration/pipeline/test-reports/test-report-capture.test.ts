@@ -11,8 +11,8 @@ import {
   collectTestReport,
   JUNIT_REPORT_PATH,
   planTestReport,
-} from '../../../../src/pipeline/checks/test-report-capture.js';
-import { parseJUnitXml } from '../../../../src/pipeline/checks/test-results.js';
+} from '../../../../src/pipeline/test-reports/test-report-capture.js';
+import { parseJUnitXml } from '../../../../src/pipeline/test-reports/test-report-parsers.js';
 import { createLocalSandboxFactory } from '../../../../src/sandbox/local/local-sandbox.js';
 import type { Sandbox } from '../../../../src/sandbox/sandbox.js';
 

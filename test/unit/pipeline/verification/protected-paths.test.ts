@@ -8,7 +8,7 @@ import {
   createProtectedPathMatcher,
   describeProtectedPathRefusal,
   findProtectedPaths,
-} from '../../../../src/pipeline/checks/protected-paths.js';
+} from '../../../../src/pipeline/verification/protected-paths.js';
 
 describe('findProtectedPaths', () => {
   const builtIn = resolveEffectivePolicy({ policy: EMPTY_ADMIN_POLICY, repo: 'acme/widgets' });

@@ -2,8 +2,9 @@ import { XMLParser } from 'fast-xml-parser';
 import { z } from 'zod';
 
 /**
- * Per-test results of a test run and the comparison of the base tree with the patched ("head")
- * tree (issue 6, "Tests on base and head"). Three report formats are read:
+ * Parsers of the per-test reports a test run leaves in the sandbox (issue 6, "Tests on base and
+ * head"); the comparison of base and head lives in `verification/compare-test-runs.ts`. Three report
+ * formats are read:
  *
  * - JUnit XML, as written by pytest `--junitxml`, vitest's `junit` reporter and `jest-junit`
  *   (the de-facto schema of Ant's JUnit task: `testsuites > testsuite > testcase` with `failure`,
@@ -12,7 +13,6 @@ import { z } from 'zod';
  *   `Output`);
  * - jest's own `--json` report (`testResults[].assertionResults[]`).
  *
- * When no per-test results exist, the comparison falls back to the exit codes ("suite" granularity).
  * Reports come from inside the sandbox, written by code the model may have changed: they are
  * parsed defensively (size-capped, zod-checked, entity expansion limited) and a report that does not
  * parse is treated as absent.
@@ -295,128 +295,4 @@ export function parseJestJson(json: string, rootDir: string): TestCaseResult[] |
     }
   }
   return [...byId.values()].slice(0, MAX_TESTS);
-}
-
-/** One side (base or head) of the comparison: a test run as the checks see it. */
-export interface TestRunResult {
-  /** The command exited 0 (and did not time out; setup, if any, succeeded). */
-  passed: boolean;
-  /** The command ran to its end: not timed out, not killed, setup succeeded. */
-  completed: boolean;
-  /** Per-test results, or `null` when the runner gave none (then the exit code decides). */
-  tests: TestCaseResult[] | null;
-  /** Which report the tests came from (`null` with `tests`). */
-  format: TestReportFormat | null;
-}
-
-/** Counts of one run. */
-export interface TestCounts {
-  passed: number;
-  failed: number;
-  skipped: number;
-}
-
-/** A test that exists on one side only. */
-export interface OneSidedTest {
-  id: string;
-  /** Its status on the side where it exists. */
-  status: TestStatus;
-}
-
-/**
- * The base → head comparison. In `per-test` granularity every list holds test ids; in `suite`
- * granularity the whole suite is one test named {@link WHOLE_SUITE} and `newTests`/`removedTests`
- * are empty.
- */
-export interface TestComparison {
-  granularity: 'per-test' | 'suite';
-  /** failed (or errored) on base → passed on head. */
-  fixed: string[];
-  /** passed on base → failed on head. */
-  broken: string[];
-  /** failed on both. */
-  stillFailing: string[];
-  /** Only on head, with their head status. */
-  newTests: OneSidedTest[];
-  /** Only on base, with their base status. */
-  removedTests: OneSidedTest[];
-  /** Passed on both (a count; the list would be long). */
-  passingOnBoth: number;
-  /** Per-test counts of each side, `null` in suite granularity. */
-  baseCounts: TestCounts | null;
-  headCounts: TestCounts | null;
-  /**
-   * Nothing got worse: no test went from passing to failing, no new test fails, and the head run
-   * completed (a timed-out or crashed run proves nothing). The first rule of best-of-N.
-   */
-  nothingBroken: boolean;
-}
-
-/** The name of the whole suite in `suite` granularity. */
-export const WHOLE_SUITE = 'the whole test suite (exit code)';
-
-/**
- * Compare the base run with the head run.
- *
- * Per-test when both sides have per-test results; else by exit code: base failing → head passing
- * is one "fixed", the reverse one "broken", failing on both one "still failing".
- */
-export function compareTestRuns(base: TestRunResult, head: TestRunResult): TestComparison {
-  if (!base.tests || !head.tests) return compareSuites(base, head);
-  const baseById = new Map(base.tests.map((t) => [t.id, t]));
-  const headById = new Map(head.tests.map((t) => [t.id, t]));
-  const out: TestComparison = {
-    granularity: 'per-test',
-    fixed: [],
-    broken: [],
-    stillFailing: [],
-    newTests: [],
-    removedTests: [],
-    passingOnBoth: 0,
-    baseCounts: counts(base.tests),
-    headCounts: counts(head.tests),
-    nothingBroken: true,
-  };
-  for (const h of head.tests) {
-    const b = baseById.get(h.id);
-    if (!b) {
-      out.newTests.push({ id: h.id, status: h.status });
-      continue;
-    }
-    if (b.status === 'failed' && h.status === 'passed') out.fixed.push(h.id);
-    else if (b.status === 'passed' && h.status === 'failed') out.broken.push(h.id);
-    else if (b.status === 'failed' && h.status === 'failed') out.stillFailing.push(h.id);
-    else if (b.status === 'passed' && h.status === 'passed') out.passingOnBoth++;
-  }
-  for (const b of base.tests) if (!headById.has(b.id)) out.removedTests.push({ id: b.id, status: b.status });
-  out.nothingBroken =
-    head.completed && out.broken.length === 0 && !out.newTests.some((t) => t.status === 'failed');
-  return out;
-}
-
-function compareSuites(base: TestRunResult, head: TestRunResult): TestComparison {
-  const out: TestComparison = {
-    granularity: 'suite',
-    fixed: [],
-    broken: [],
-    stillFailing: [],
-    newTests: [],
-    removedTests: [],
-    passingOnBoth: 0,
-    baseCounts: null,
-    headCounts: null,
-    nothingBroken: true,
-  };
-  if (!base.passed && head.passed) out.fixed.push(WHOLE_SUITE);
-  else if (base.passed && !head.passed) out.broken.push(WHOLE_SUITE);
-  else if (!base.passed && !head.passed) out.stillFailing.push(WHOLE_SUITE);
-  else out.passingOnBoth = 1;
-  out.nothingBroken = head.completed && out.broken.length === 0;
-  return out;
-}
-
-function counts(tests: readonly TestCaseResult[]): TestCounts {
-  const c: TestCounts = { passed: 0, failed: 0, skipped: 0 };
-  for (const t of tests) c[t.status]++;
-  return c;
 }

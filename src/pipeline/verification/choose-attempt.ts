@@ -1,4 +1,4 @@
-import type { TestComparison } from './test-results.js';
+import type { TestComparison } from './compare-test-runs.js';
 
 /**
  * Best-of-N (issue 6, "Best-of-N"): several independent agent runs ("attempts") on the same issue;

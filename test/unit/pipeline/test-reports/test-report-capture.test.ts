@@ -3,7 +3,7 @@ import {
   JEST_REPORT_PATH,
   JUNIT_REPORT_PATH,
   planTestReport,
-} from '../../../../src/pipeline/checks/test-report-capture.js';
+} from '../../../../src/pipeline/test-reports/test-report-capture.js';
 
 const PYTEST_ENV = { PYTEST_ADDOPTS: `--junitxml=${JUNIT_REPORT_PATH} -p no:cacheprovider` };
 

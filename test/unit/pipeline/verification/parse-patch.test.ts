@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedLineCount, parsePatch, unquoteC } from '../../../../src/pipeline/checks/parse-patch.js';
+import { changedLineCount, parsePatch, unquoteC } from '../../../../src/pipeline/verification/parse-patch.js';
 
 const MODIFIED = `diff --git a/calc.py b/calc.py
 index 1111111111111111111111111111111111111111..2222222222222222222222222222222222222222 100644

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parsePatch, type PatchFile } from '../../../../src/pipeline/checks/parse-patch.js';
+import { parsePatch, type PatchFile } from '../../../../src/pipeline/verification/parse-patch.js';
 import {
   checkPatchLimits,
   describePatchViolations,
   symlinkLeavesRepository,
-} from '../../../../src/pipeline/checks/patch-limits.js';
-import { findSecrets } from '../../../../src/pipeline/checks/secret-patterns.js';
+} from '../../../../src/pipeline/verification/patch-limits.js';
+import { findSecrets } from '../../../../src/pipeline/verification/secret-patterns.js';
 
 /** A parsed file adding the given lines (1-based, in order). */
 function added(path: string, lines: string[], extra: Partial<PatchFile> = {}): PatchFile {
