@@ -4,19 +4,22 @@ import globals from 'globals';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 
 /**
- * The import direction of DESIGN.md ("Layout"): bin → github-app | queue → pipeline → leaf → llm,
- * sandbox; config, observability and git import none of those; protocol/ (the Leaf protocol data),
+ * The import direction of DESIGN.md ("Layout"): bin → github-app | queue | eval → pipeline → leaf → llm,
+ * sandbox; config, observability and git import none of those; eval/ (`frognano-bot eval`) is at the
+ * tier of github-app: it uses the pipeline, the sandbox contract, git, config and observability, and
+ * only bin imports it; protocol/ (the Leaf protocol data),
  * text/ (Markdown and text helpers) and app-error.ts are leaves anyone may import. Each entry: a
  * folder of src/ and the folders of src/ it must not import from.
  */
-const LAYERS = ['bin', 'github-app', 'queue', 'pipeline', 'leaf', 'llm', 'sandbox'];
+const LAYERS = ['bin', 'github-app', 'queue', 'eval', 'pipeline', 'leaf', 'llm', 'sandbox'];
 const FORBIDDEN_IMPORTS = {
-  'github-app': ['bin', 'leaf', 'llm', 'sandbox'],
-  queue: ['bin', 'github-app'],
-  pipeline: ['bin', 'github-app', 'queue'],
-  leaf: ['bin', 'github-app', 'queue', 'pipeline'],
-  llm: ['bin', 'github-app', 'queue', 'pipeline', 'leaf', 'sandbox'],
-  sandbox: ['bin', 'github-app', 'queue', 'pipeline', 'leaf', 'llm'],
+  'github-app': ['bin', 'eval', 'leaf', 'llm', 'sandbox'],
+  queue: ['bin', 'github-app', 'eval'],
+  eval: ['bin', 'github-app', 'queue', 'leaf', 'llm'],
+  pipeline: ['bin', 'github-app', 'queue', 'eval'],
+  leaf: ['bin', 'github-app', 'queue', 'eval', 'pipeline'],
+  llm: ['bin', 'github-app', 'queue', 'eval', 'pipeline', 'leaf', 'sandbox'],
+  sandbox: ['bin', 'github-app', 'queue', 'eval', 'pipeline', 'leaf', 'llm'],
   config: LAYERS,
   observability: LAYERS,
   git: LAYERS,

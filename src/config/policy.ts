@@ -4,6 +4,7 @@ import { AppError, isRetryableHttpStatus } from '../app-error.js';
 import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import type { OctokitRequester, RepoConfig } from './repo-config.js';
 import {
+  HARD_LIMITS,
   POLICY_SETTINGS_KEYS,
   SANDBOX_KEYS,
   policySettingsShape,
@@ -55,15 +56,42 @@ const ruleSchema = z.strictObject(
   { error: 'must be a mapping with "match" and the keys to set for matching repositories' },
 );
 
+/** Bounds of the `eval` section's keys, inclusive. Units: candidates, steps, seconds, tasks. */
+export const EVAL_LIMITS = {
+  candidates: HARD_LIMITS.attempts,
+  maxSteps: HARD_LIMITS.maxSteps,
+  maxTimeSec: HARD_LIMITS.maxTimeSec,
+  concurrency: { min: 1, max: 32 },
+  testTimeoutSec: { min: 60, max: 7200 },
+} as const;
+
+function evalNumber(bounds: { min: number; max: number }): z.ZodOptional<z.ZodInt> {
+  const error = `must be a whole number from ${bounds.min} to ${bounds.max}`;
+  return z.int({ error }).min(bounds.min, { error }).max(bounds.max, { error }).optional();
+}
+
+/** The `eval` section: defaults of `frognano-bot eval` (issue 15); command-line options win. */
+const evalShape = {
+  candidates: evalNumber(EVAL_LIMITS.candidates),
+  maxSteps: evalNumber(EVAL_LIMITS.maxSteps),
+  maxTimeSec: evalNumber(EVAL_LIMITS.maxTimeSec),
+  concurrency: evalNumber(EVAL_LIMITS.concurrency),
+  testTimeoutSec: evalNumber(EVAL_LIMITS.testTimeoutSec),
+};
+
 const policySchema = z.strictObject(
   {
+    eval: z.strictObject(evalShape, { error: 'must be a mapping of evaluation defaults' }).optional(),
     defaults: z
       .strictObject(policySettingsShape, { error: 'must be a mapping of keys to values' })
       .optional(),
     rules: z.array(ruleSchema, { error: 'must be a list of rules, each with "match"' }).max(1000).optional(),
   },
-  { error: 'must be a mapping with "defaults" and/or "rules"' },
+  { error: 'must be a mapping with "defaults", "rules" and/or "eval"' },
 );
+
+/** Evaluation defaults as the admin policy names them (absent keys: {@link BUILT_IN_EVAL_DEFAULTS}). */
+export type EvalPolicy = Partial<Record<keyof typeof evalShape, number>>;
 
 /** One rule of the admin policy: applies `settings` to repositories matching any of `match`. */
 export interface PolicyRule {
@@ -79,6 +107,8 @@ export interface AdminPolicy {
   defaults: PolicySettings;
   /** In file order: later matching rules override earlier ones. */
   rules: PolicyRule[];
+  /** The `eval` section, when the file has one. */
+  eval?: EvalPolicy;
 }
 
 /** The policy used when no POLICY_FILE is configured: built-in defaults only. */
@@ -87,7 +117,8 @@ export const EMPTY_ADMIN_POLICY: AdminPolicy = { source: 'built-in', defaults: {
 /** Keys allowed at a path of the policy file, for "unknown key" messages. */
 function policyKnownKeys(path: readonly PropertyKey[]): readonly string[] | undefined {
   const settingsLevel = settingsDepth(path);
-  if (path.length === 0) return ['defaults', 'rules'];
+  if (path.length === 0) return ['defaults', 'rules', 'eval'];
+  if (path.length === 1 && path[0] === 'eval') return Object.keys(evalShape);
   if (settingsLevel === path.length)
     return path[0] === 'rules' ? ['match', ...POLICY_SETTINGS_KEYS] : POLICY_SETTINGS_KEYS;
   const rest = path.slice(settingsLevel);
@@ -136,6 +167,7 @@ export function parseAdminPolicy(text: string, source: string): AdminPolicy {
   }
   return {
     source,
+    ...(result.data.eval ? { eval: result.data.eval } : {}),
     defaults: result.data.defaults ?? {},
     rules: (result.data.rules ?? []).map(({ match, ...settings }) => ({
       match: typeof match === 'string' ? [match] : match,
@@ -260,6 +292,20 @@ export const BUILT_IN_DEFAULTS: Readonly<Omit<EffectivePolicy, 'repo' | 'clamps'
     instructions: null,
     fixesKeyword: 'Fixes',
   });
+
+/** Defaults of `frognano-bot eval` when the policy has no `eval` section. Units as in {@link EVAL_LIMITS}. */
+export const BUILT_IN_EVAL_DEFAULTS: Readonly<Required<EvalPolicy>> = Object.freeze({
+  candidates: 1,
+  maxSteps: LEAF_PROTOCOL.limits.max_steps,
+  maxTimeSec: LEAF_PROTOCOL.limits.max_total_time_sec,
+  concurrency: 1,
+  testTimeoutSec: 1800,
+});
+
+/** The evaluation defaults of a policy: its `eval` section over {@link BUILT_IN_EVAL_DEFAULTS}. */
+export function resolveEvalDefaults(policy: AdminPolicy = EMPTY_ADMIN_POLICY): Required<EvalPolicy> {
+  return { ...BUILT_IN_EVAL_DEFAULTS, ...policy.eval };
+}
 
 /** Keys whose values add up across layers instead of replacing each other. */
 const ADDITIVE_KEYS = new Set(['protectedPaths', 'instructions']);

@@ -62,4 +62,29 @@ describe('import direction (npm run lint)', () => {
     );
     expect(fromBin).toEqual([]);
   }, 60_000);
+
+  it('lets eval use the pipeline and forbids the pipeline, the queue and leaf from importing eval', async () => {
+    const fromEval = await problemsOf(
+      'src/eval/import-direction-probe.ts',
+      "export { runTests } from '../pipeline/run-tests.js';\nexport type { SandboxFactory } from '../sandbox/sandbox.js';\n",
+    );
+    expect(fromEval).toEqual([]);
+    const evalToQueue = await problemsOf(
+      'src/eval/import-direction-probe.ts',
+      "export type { JobData } from '../queue/job-data.js';\n",
+    );
+    expect(evalToQueue.map((p) => p.message)).toEqual([
+      expect.stringContaining('src/eval must not import src/queue'),
+    ]);
+    for (const folder of ['pipeline', 'queue', 'leaf', 'config', 'sandbox']) {
+      const problems = await problemsOf(
+        `src/${folder}/import-direction-probe.ts`,
+        "export { loadTasks } from '../eval/swe-bench-task.js';\n",
+      );
+      expect(
+        problems.map((p) => p.message),
+        folder,
+      ).toEqual([expect.stringContaining(`src/${folder} must not import src/eval`)]);
+    }
+  }, 60_000);
 });
