@@ -84,8 +84,9 @@ function histogram(
     if (b) b[v.resolved ? 'resolved' : 'other']++;
   }
   const w = 270;
-  const h = 150;
+  const h = 160;
   const plotH = 100;
+  const y0 = 20;
   const bw = (w - 20) / bins;
   const top = Math.max(...counts.map((c) => c.resolved + c.other));
   const bars = counts.map((c, i) => {
@@ -93,13 +94,15 @@ function histogram(
     const hr = (c.resolved / top) * plotH;
     const ho = (c.other / top) * plotH;
     return (
-      `<rect x="${x + 1}" y="${10 + plotH - hr - ho}" width="${bw - 2}" height="${ho}" fill="${MUTED}"/>` +
-      `<rect x="${x + 1}" y="${10 + plotH - hr}" width="${bw - 2}" height="${hr}" fill="${BAR}"/>`
+      `<rect x="${x + 1}" y="${y0 + plotH - hr - ho}" width="${bw - 2}" height="${ho}" fill="${MUTED}"/>` +
+      `<rect x="${x + 1}" y="${y0 + plotH - hr}" width="${bw - 2}" height="${hr}" fill="${BAR}"/>`
     );
   });
   const fmt = (v: number): string =>
     v >= 1000 ? `${(v / 1000).toFixed(v >= 10_000 ? 0 : 1)}k` : `${Math.round(v)}`;
   const labels =
+    `<text x="10" y="12" class="axis">${top} task${top === 1 ? '' : 's'}</text>` +
+    `<line x1="10" x2="${w - 10}" y1="${y0}" y2="${y0}" stroke="#dde5df" stroke-dasharray="3 3"/>` +
     `<text x="10" y="${h - 24}" class="axis">0</text>` +
     `<text x="${w - 10}" y="${h - 24}" class="axis" text-anchor="end">${fmt(max)} ${escapeHtml(unit)}</text>` +
     `<text x="${w / 2}" y="${h - 6}" text-anchor="middle">${escapeHtml(title)}</text>`;

@@ -1,7 +1,7 @@
 import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { sweBenchPredictionSchema, type SweBenchPrediction } from './swe-bench-task.js';
+import { instanceIdSchema, sweBenchPredictionSchema, type SweBenchPrediction } from './swe-bench-task.js';
 
 /**
  * The results folder of an evaluation (`--out DIR`):
@@ -33,7 +33,7 @@ const candidateResultSchema = z.object({
 
 /** One finished task of an evaluation. */
 export const taskResultSchema = z.object({
-  instance_id: z.string().min(1),
+  instance_id: instanceIdSchema,
   /** The model, as `model_name_or_path` of the prediction (e.g. `microsoft/FrogNano-4B-2609`). */
   model: z.string().min(1),
   candidates: z.array(candidateResultSchema),

@@ -39,7 +39,7 @@ const testListSchema = z.union(
  * An instance id: also the name of the task's trajectory folder, so no path separators and no
  * leading dot (SWE-bench ids look like `django__django-11099`).
  */
-const instanceIdSchema = z
+export const instanceIdSchema = z
   .string({ error: 'must be a string' })
   .regex(/^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$/, {
     error: 'must be 1 to 200 letters, digits, ".", "_", "+" or "-", starting with a letter or digit',

@@ -2,7 +2,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main as evalCommand } from '../../src/bin/commands/eval.js';
 import { mineTasks, type MineReport } from '../../src/eval/mine-tasks.js';
 import { parseTasksJsonl, formatTaskLine } from '../../src/eval/swe-bench-task.js';
 import { createSilentLogger } from '../../src/observability/logger.js';
@@ -112,5 +113,58 @@ describe('eval mine (five commits, pytest in the sandbox)', () => {
 
   it('leaves the mined repository as it was', async () => {
     expect(await readFile(join(repo.dir, 'calc.py'), 'utf8')).toContain('min(x, hi)');
+  });
+});
+
+describe('frognano-bot eval mine (the command)', () => {
+  it('writes tasks.jsonl, the mine report next to it, and prints the counts', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'eval-mine-cli-'));
+    const stdout = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const repo = await createHistoryRepo(root);
+      const out = join(root, 'tasks.jsonl');
+      const code = await evalCommand([
+        'mine',
+        '--repo',
+        repo.dir,
+        '--limit',
+        '1',
+        '--out',
+        out,
+        '--repo-name',
+        'acme/calc',
+      ]);
+      expect(code).toBe(0);
+      const { tasks, problems } = parseTasksJsonl(await readFile(out, 'utf8'), out);
+      expect(problems).toEqual([]);
+      expect(tasks.map((t) => t.instance_id)).toEqual([`acme__calc-${repo.commits.fixClamp.slice(0, 12)}`]);
+      const mineReport = JSON.parse(await readFile(join(root, 'tasks.mine-report.json'), 'utf8'));
+      expect(mineReport.tasks).toEqual([tasks[0]?.instance_id]);
+      expect(mineReport.commits).toEqual([
+        { sha: repo.commits.fixClamp, subject: 'Bug: clamp ignored its upper bound', dropped: null },
+      ]);
+      const printed = stdout.mock.calls.map((c) => String(c[0])).join('');
+      expect(printed).toContain(
+        `1 task from 1 commit examined (first-parent history, newest first), written to ${out}`,
+      );
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+      await rm(root, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('refuses bad options with a usage error', async () => {
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(await evalCommand(['mine'])).toBe(2);
+      expect(await evalCommand(['mine', '--repo', '.', '--limit', '0'])).toBe(2);
+      expect(stderr.mock.calls.map((c) => String(c[0])).join('')).toContain(
+        '--limit must be a whole number above 0 (got "0")',
+      );
+    } finally {
+      stderr.mockRestore();
+    }
   });
 });

@@ -3,11 +3,13 @@ import { isAppError } from '../../../src/app-error.js';
 import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
 import {
   BUILT_IN_PROTECTED_PATHS,
+  BUILT_IN_EVAL_DEFAULTS,
   EMPTY_ADMIN_POLICY,
   checkTriggerAllowed,
   formatClamp,
   parseAdminPolicy,
   resolveEffectivePolicy,
+  resolveEvalDefaults,
   type AdminPolicy,
 } from '../../../src/config/policy.js';
 import { parseRepoConfig } from '../../../src/config/repo-config.js';
@@ -390,5 +392,29 @@ rules:
       );
       expect((err as { retryable: boolean }).retryable).toBe(false);
     }
+  });
+});
+
+describe('parseAdminPolicy: the eval section (frognano-bot eval defaults)', () => {
+  it('takes evaluation defaults and resolves the rest from the built-in ones', () => {
+    const policy = parseAdminPolicy('eval:\n  candidates: 3\n  concurrency: 4\n', 'policy.yaml');
+    expect(policy.eval).toEqual({ candidates: 3, concurrency: 4 });
+    expect(resolveEvalDefaults(policy)).toEqual({ ...BUILT_IN_EVAL_DEFAULTS, candidates: 3, concurrency: 4 });
+    expect(resolveEvalDefaults()).toEqual(BUILT_IN_EVAL_DEFAULTS);
+    expect(BUILT_IN_EVAL_DEFAULTS.maxSteps).toBe(LEAF_PROTOCOL.limits.max_steps);
+  });
+
+  it('names bad values and unknown keys of the section', () => {
+    const messages = messagesOf(() =>
+      parseAdminPolicy('eval:\n  candidates: 9\n  maxStep: 10\n  testTimeoutSec: 5\n', 'policy.yaml'),
+    );
+    expect(messages).toEqual([
+      'policy.yaml: eval.candidates: must be a whole number from 1 to 5 (got 9)',
+      'policy.yaml: eval.testTimeoutSec: must be a whole number from 60 to 7200 (got 5)',
+      'policy.yaml: eval.maxStep: unknown key; did you mean "maxSteps"?',
+    ]);
+    expect(messagesOf(() => parseAdminPolicy('evals: {}\n', 'p.yaml'))).toEqual([
+      'p.yaml: evals: unknown key; did you mean "eval"?',
+    ]);
   });
 });
