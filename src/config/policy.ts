@@ -27,6 +27,9 @@ import { configInvalid, formatIssues, parseYamlText } from './validation-message
  * `attempts` from them are clamped to the value the admin layers resolved (the admin value is both
  * the default and the cap). `protectedPaths` and `instructions` add up across all layers instead of
  * replacing each other, so no layer can remove a protection or an instruction of a layer below.
+ *
+ * The policy's `eval` section names the defaults of `frognano-bot eval` (candidates, limits,
+ * concurrency; {@link resolveEvalDefaults}); it applies to evaluations only, never to jobs.
  */
 
 const OWNER_REPO_GLOB_ERROR =

@@ -92,7 +92,9 @@ interface LogEntry {
 
 /**
  * Mine tasks from the first-parent history of `HEAD`, newest commit first (so `limit` keeps the
- * most recent tasks). Each candidate commit costs two test runs, each in a fresh sandbox.
+ * most recent tasks). Each task also carries `mined_from_commit` (the fix commit's id; SWE-bench
+ * readers ignore unknown fields) and `created_at` (its committer date). Each candidate commit costs
+ * two test runs, each in a fresh sandbox.
  *
  * @throws AppError `GIT_FAILED` when the repository cannot be read; sandbox errors
  *   (`EGRESS_NOT_BLOCKED`, `SANDBOX_UNAVAILABLE`…) and `CANCELLED` end the mining.

@@ -48,9 +48,10 @@ writes to GitHub. Exit code: 0 on success; 1 on failure; 2 for a usage error.`;
 /** `frognano-bot eval`: mining of tasks from history and the evaluation report. */
 export async function main(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+  if (sub === undefined) return usageError('no subcommand given');
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
     process.stdout.write(`${USAGE}\n`);
-    return sub === undefined ? 2 : 0;
+    return 0;
   }
   if (sub === 'mine') return mine(rest);
   if (sub === 'report') return report(rest);
