@@ -1,6 +1,6 @@
 import picomatch from 'picomatch';
 import { z } from 'zod';
-import { AppError, isRetryableHttpStatus } from '../app-error.js';
+import { AppError, httpStatusOf, isRetryableHttpStatus } from '../app-error.js';
 import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import type { OctokitRequester, RepoConfig } from './repo-config.js';
 import {
@@ -545,13 +545,13 @@ export function createTeamMembershipCheck(
       });
       return schema.parse(data).state === 'active';
     } catch (err) {
-      const status = (err as { status?: unknown } | null)?.status;
+      const status = httpStatusOf(err);
       if (status === 404) return false;
       throw new AppError(
         'GITHUB_API_ERROR',
         `could not check membership of ${user} in team ${org}/${teamSlug}`,
         {
-          retryable: isRetryableHttpStatus(typeof status === 'number' ? status : undefined),
+          retryable: isRetryableHttpStatus(status),
           cause: err,
           details: { status },
         },

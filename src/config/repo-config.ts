@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, isRetryableHttpStatus } from '../app-error.js';
+import { AppError, httpStatusOf, isRetryableHttpStatus } from '../app-error.js';
 import {
   ADMIN_ONLY_KEYS,
   REPO_KEYS,
@@ -165,13 +165,13 @@ async function fetchFile(
     if (ref !== undefined) params.ref = ref;
     ({ data } = await octokit.request('GET /repos/{owner}/{repo}/contents/{path}', params));
   } catch (err) {
-    const status = (err as { status?: unknown } | null)?.status;
+    const status = httpStatusOf(err);
     if (status === 404) return undefined;
     throw new AppError(
       'GITHUB_API_ERROR',
       `could not read ${source} of ${owner}/${repo}: ${err instanceof Error ? err.message : String(err)}`,
       {
-        retryable: isRetryableHttpStatus(typeof status === 'number' ? status : undefined),
+        retryable: isRetryableHttpStatus(status),
         cause: err,
         details: { status },
       },

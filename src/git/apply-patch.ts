@@ -26,8 +26,7 @@ export async function applyPatch(
     });
   } catch (err) {
     if (isAppError(err, 'CANCELLED')) throw err;
-    const stderr =
-      isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : String(err);
+    const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : String(err);
     throw new AppError(
       'PATCH_DOES_NOT_APPLY',
       `the patch from the sandbox does not apply to the clone: ${stderr}`,

@@ -74,7 +74,7 @@ const UNTRUSTED_CERTIFICATE =
  */
 export function remoteError(err: unknown, what: string): AppError {
   if (isAppError(err, 'CANCELLED')) return err;
-  const stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : '';
+  const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : '';
   const missing = /not found|couldn't find remote ref|Remote branch .* not found/i.test(stderr);
   const untrusted = UNTRUSTED_CERTIFICATE.test(stderr);
   // The server refused (archived repository, protected branch, a hook, no write access): the same

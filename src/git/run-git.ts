@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { AppError } from '../app-error.js';
+import { abortReason, AppError } from '../app-error.js';
 
 /** Options of {@link runGit}. */
 export interface RunGitOptions {
@@ -15,7 +15,7 @@ export interface RunGitOptions {
   input?: string | Buffer;
   /** Wall-clock limit in milliseconds (default 600 000); git is killed with SIGKILL on expiry. */
   timeoutMs?: number;
-  /** Aborting kills git (SIGKILL); the call then throws AppError `CANCELLED`. */
+  /** Aborting kills git (SIGKILL); the call then throws the signal's reason (`abortReason`: `CANCELLED`…). */
   signal?: AbortSignal;
   /**
    * Strings to blank out of error messages (e.g. the installation token). Git is never given a secret
@@ -96,7 +96,7 @@ export function gitEnvironment(extra: Record<string, string> = {}): Record<strin
  * @throws AppError `GIT_FAILED` (not retryable) when git exits non-zero, times out or cannot start;
  *   the message holds the command's first argument and the end of stderr, with `secrets` blanked.
  *   `details` has `{ args, exitCode, stderr }` (args never contain secrets: see {@link gitAuthEnv}).
- * @throws AppError `CANCELLED` when `signal` aborted.
+ * @throws AppError the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted.
  */
 export function runGit(args: readonly string[], options: RunGitOptions = {}): Promise<RunGitResult> {
   const secrets = (options.secrets ?? []).filter((s) => s.length > 0);
@@ -104,7 +104,7 @@ export function runGit(args: readonly string[], options: RunGitOptions = {}): Pr
   const maxOutput = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
   return new Promise<RunGitResult>((resolve, reject) => {
     if (options.signal?.aborted) {
-      reject(new AppError('CANCELLED', 'cancelled before git started'));
+      reject(abortReason(options.signal));
       return;
     }
     const child = spawn('git', [...args], {
@@ -152,7 +152,7 @@ export function runGit(args: readonly string[], options: RunGitOptions = {}): Pr
     });
     child.on('close', (code, signal) => {
       if (options.signal?.aborted) {
-        done(new AppError('CANCELLED', `git ${args[0] ?? ''} was cancelled`));
+        done(abortReason(options.signal));
         return;
       }
       if (code === 0 && !overflow) {

@@ -1,5 +1,5 @@
 import { Probot, ProbotOctokit } from 'probot';
-import { AppError, isRetryableHttpStatus } from '../app-error.js';
+import { AppError, httpStatusOf, isRetryableHttpStatus } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 
 /**
@@ -14,12 +14,6 @@ export interface GitHubRequester {
 
 /** An installation-authenticated Probot Octokit (REST methods, pagination, retries, throttling). */
 export type InstallationOctokit = InstanceType<typeof ProbotOctokit>;
-
-/** HTTP status of an Octokit `RequestError`, or undefined for any other error. */
-export function httpStatusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown } | null)?.status;
-  return typeof status === 'number' ? status : undefined;
-}
 
 /**
  * Wrap a failed GitHub API call as AppError `GITHUB_API_ERROR` with `details.status`; retryable for

@@ -1,4 +1,4 @@
-import { AppError, isRetryableHttpStatus } from '../app-error.js';
+import { AppError, httpStatusOf, isRetryableHttpStatus } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { GitHubClient } from '../pipeline/github-client.js';
 import {
@@ -66,7 +66,7 @@ export async function publishPullRequest(
       jobId: request.body.summary.jobId,
     });
   } catch (err) {
-    const status = (err as { status?: number }).status;
+    const status = httpStatusOf(err);
     throw new AppError(
       'GITHUB_API_ERROR',
       `the human review check run could not be created on the pull request${status ? ` (HTTP ${status})` : ''}: ${(err as Error).message}`,

@@ -8,7 +8,8 @@ import { describeExit } from '../pipeline/run-tests.js';
 import { codeSpan, fence, formatCount, formatDuration, pluralize } from '../text/markdown.js';
 import type { JobData } from '../queue/job-data.js';
 import type { JobReport, JobReporterFactory } from '../queue/job-reporter.js';
-import { githubError, httpStatusOf, type GitHubRequester } from './github-client.js';
+import { httpStatusOf } from '../app-error.js';
+import { githubError, type GitHubRequester } from './github-client.js';
 
 /**
  * The status comment: one comment per issue, written by the app and edited in place as the job

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Logger } from '../observability/logger.js';
-import { githubError, httpStatusOf, type GitHubRequester } from './github-client.js';
+import { httpStatusOf } from '../app-error.js';
+import { githubError, type GitHubRequester } from './github-client.js';
 
 /**
  * Who and what may start a job (issue "Trigger rules"):

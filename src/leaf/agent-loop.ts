@@ -1,4 +1,4 @@
-import { AppError } from '../app-error.js';
+import { abortReason, AppError, isAppError } from '../app-error.js';
 import type { AssistantMessage, ChatMessage, ChatModel, ChatResponse } from '../llm/chat-model.js';
 import { createSilentLogger, type Logger } from '../observability/logger.js';
 import { createTrajectoryJournal } from '../observability/trajectory-journal.js';
@@ -12,6 +12,7 @@ import {
 } from './tools/index.js';
 import {
   newTrajectory,
+  recordLoopError,
   type ExitReason,
   type Trajectory,
   type TrajectoryStep,
@@ -61,7 +62,11 @@ export interface AgentLoopOptions {
  * {@link ExitReason}s. History is append-only — every request's messages begin with the previous
  * request's messages — so SGLang's radix prefix cache hits on every turn.
  *
- * Never throws for model, tool or limit problems: they end the loop with an exit reason and `error`.
+ * Never throws for model, tool or limit problems: they end the loop with an exit reason and the
+ * error, kept whole (`errorCode`, `errorDetails`: read it back with `loopFailure`). A cancelled
+ * loop records its signal's reason (an AppError `CANCELLED` names who cancelled), one out of time
+ * a `TIMED_OUT`; a model or tool failure that is no AppError becomes `LLM_QUERY_ERROR` or
+ * `TOOL_ERROR`.
  * After the loop, `patch` is the workspace's `git diff --binary` against the commit it started from
  * (`null` when the workspace is not a git repository or the sandbox is gone).
  *
@@ -112,14 +117,19 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
   );
   const stepSignal = signal ? AbortSignal.any([signal, timeLimit.signal]) : timeLimit.signal;
 
-  const finish = (reason: ExitReason, error: string | null = null): void => {
+  const finish = (reason: ExitReason, error?: AppError): void => {
     trajectory.exitReason = reason;
-    trajectory.error = error;
+    if (error) recordLoopError(trajectory, error);
   };
   const interrupted = (): boolean => {
-    if (signal?.aborted) finish('cancelled', reasonOf(signal));
-    else if (timeLimit.signal.aborted || now() - started >= limits.maxTimeMs) finish('max_time');
-    else return false;
+    if (signal?.aborted) finish('cancelled', abortReason(signal));
+    else if (timeLimit.signal.aborted || now() - started >= limits.maxTimeMs) {
+      const limit = `${limits.maxTimeMs / 1000} s`;
+      finish(
+        'max_time',
+        new AppError('TIMED_OUT', `the model did not finish within the time limit of ${limit}`),
+      );
+    } else return false;
     return true;
   };
 
@@ -137,10 +147,8 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
         response = await model.complete({ messages, tools: LEAF_PROTOCOL.tools, signal: stepSignal });
       } catch (err) {
         if (interrupted()) break;
-        if (err instanceof AppError && err.code === 'LLM_CONTEXT_OVERFLOW')
-          finish('max_context_len', err.message);
-        else finish('llm_query_error', errorMessage(err));
-        trajectory.errorCode = err instanceof AppError ? err.code : 'LLM_QUERY_ERROR';
+        const failure = asAppError(err, 'LLM_QUERY_ERROR');
+        finish(failure.code === 'LLM_CONTEXT_OVERFLOW' ? 'max_context_len' : 'llm_query_error', failure);
         break;
       }
       const llmMs = now() - stepStarted;
@@ -185,8 +193,7 @@ export async function runAgentLoop(options: AgentLoopOptions): Promise<Trajector
             });
           } catch (err) {
             if (interrupted()) break;
-            finish('tool_error', errorMessage(err));
-            trajectory.errorCode = err instanceof AppError ? err.code : 'TOOL_ERROR';
+            finish('tool_error', asAppError(err, 'TOOL_ERROR'));
             break;
           }
           messages.push({ role: 'tool', tool_call_id: call.id, content: observation });
@@ -244,12 +251,8 @@ function normaliseAssistant(message: AssistantMessage): AssistantMessage {
   return out;
 }
 
-function reasonOf(signal: AbortSignal): string {
-  const r: unknown = signal.reason;
-  if (r instanceof Error) return r.message;
-  return typeof r === 'string' ? r : 'cancelled';
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/** `err` when it is an AppError, else an AppError `code` with its message, `err` as the cause. */
+function asAppError(err: unknown, code: 'LLM_QUERY_ERROR' | 'TOOL_ERROR'): AppError {
+  if (isAppError(err)) return err;
+  return new AppError(code, err instanceof Error ? err.message : String(err), { cause: err });
 }

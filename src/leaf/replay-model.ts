@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { AppError } from '../app-error.js';
+import { AppError, throwIfAborted } from '../app-error.js';
 import type { Trajectory } from './trajectory.js';
 import { parseTrajectoryText, trajectoryFileCandidates } from '../observability/trajectory-journal.js';
 import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse, Usage } from '../llm/chat-model.js';
@@ -63,7 +63,7 @@ const replayTrajectorySchema = z.object({
  * @throws AppError `CONFIG_INVALID` at creation when the file cannot be read, is not JSON, or is
  *   not a version 1 trajectory (the message names the file and the failing field).
  *   `complete` throws `LLM_QUERY_ERROR` "replay exhausted…" when the recording has no further
- *   assistant message, and `CANCELLED` when the signal aborted.
+ *   assistant message, and the signal's reason (`abortReason`: `CANCELLED`…) when it aborted.
  */
 export function createReplayModel(trajectory: string | Trajectory): ChatModel {
   const source = typeof trajectory === 'string' ? resolve(trajectory) : 'the given trajectory object';
@@ -83,9 +83,7 @@ export function createReplayModel(trajectory: string | Trajectory): ChatModel {
   return {
     model: `replay:${recorded.model}`,
     async complete(request: ChatRequest): Promise<ChatResponse> {
-      if (request.signal?.aborted) {
-        throw new AppError('CANCELLED', 'The model request was cancelled.', { cause: request.signal.reason });
-      }
+      throwIfAborted(request.signal);
       const position = request.messages.filter((m) => m.role === 'assistant').length;
       const answer = answers[position];
       if (answer === undefined) {

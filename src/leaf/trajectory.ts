@@ -1,3 +1,4 @@
+import { AppError, type ErrorCode, type ErrorDetails } from '../app-error.js';
 import type { ChatMessage, FinishReason, Usage } from '../llm/chat-model.js';
 
 /**
@@ -68,10 +69,20 @@ export interface Trajectory {
   steps: TrajectoryStep[];
   /** `null` while the loop is still running. */
   exitReason: ExitReason | null;
-  /** Error message when the loop ended by an error (`llm_query_error`, `tool_error`…). */
+  /**
+   * Error message when the loop ended by an error or was stopped (`llm_query_error`, `tool_error`,
+   * `cancelled`, `max_time`; `max_context_len` when the server refused the input as too long).
+   */
   error: string | null;
-  /** {@link AppError} code of that error (`LLM_UNREACHABLE`, `SANDBOX_GONE`…), when there is one. */
-  errorCode?: string;
+  /**
+   * The {@link AppError} that error was, kept whole so that the outcome is classified from its code
+   * and details, never from the message (see {@link loopFailure}): its code (`LLM_UNREACHABLE`,
+   * `SANDBOX_GONE`, `CANCELLED`, `TIMED_OUT`…), its `details` (an HTTP status, who cancelled) and
+   * whether it was retryable.
+   */
+  errorCode?: ErrorCode;
+  errorDetails?: ErrorDetails[ErrorCode];
+  errorRetryable?: boolean;
   /** The model's final message (`content` of the last assistant message), when there is one. */
   finalMessage: string | null;
   /** Context size in tokens at the last step (prompt + completion tokens of the last usage). */
@@ -112,3 +123,45 @@ export function newTrajectory(start: {
     patch: null,
   };
 }
+
+/**
+ * Record `err` as the error a trajectory ended with (`error`, `errorCode`, `errorDetails`,
+ * `errorRetryable`).
+ */
+export function recordLoopError(trajectory: Trajectory, err: AppError): void {
+  trajectory.error = err.message;
+  trajectory.errorCode = err.code;
+  if (err.details === undefined) delete trajectory.errorDetails;
+  else trajectory.errorDetails = err.details;
+  if (err.retryable) trajectory.errorRetryable = true;
+  else delete trajectory.errorRetryable;
+}
+
+/**
+ * The error that stops the job after this loop, or `null` when its patch goes on to verification
+ * (an `agent` answer, or a step, context or per-turn token cap reached). For `cancelled`,
+ * `llm_query_error`, `tool_error` and `max_time` it is the AppError the loop recorded, with its
+ * code, message, details and `retryable` (a `CANCELLED` one names who cancelled in `details.by`),
+ * so `classifyError` reads the same code the model client or the sandbox threw.
+ *
+ * A trajectory of an older version without `errorCode` gets the code the loop used to imply:
+ * `SANDBOX_GONE` for `tool_error`, `CANCELLED` (by no one) for `cancelled`, `TIMED_OUT` for
+ * `max_time`, else `LLM_QUERY_ERROR`.
+ */
+export function loopFailure(trajectory: Trajectory): AppError | null {
+  const reason = trajectory.exitReason;
+  if (reason === null || !Object.hasOwn(FAILED_EXITS, reason)) return null;
+  const code: ErrorCode = trajectory.errorCode ?? FAILED_EXITS[reason as keyof typeof FAILED_EXITS];
+  return new AppError(code, trajectory.error ?? 'the agent loop failed', {
+    retryable: trajectory.errorRetryable ?? false,
+    details: trajectory.errorDetails,
+  });
+}
+
+/** The exit reasons after which the job stops, each with the code an older trajectory implies. */
+const FAILED_EXITS = {
+  cancelled: 'CANCELLED',
+  llm_query_error: 'LLM_QUERY_ERROR',
+  tool_error: 'SANDBOX_GONE',
+  max_time: 'TIMED_OUT',
+} as const satisfies Partial<Record<ExitReason, ErrorCode>>;

@@ -76,7 +76,8 @@ export interface ChatRequest {
  *   ends as `max_context_len`;
  * - `LLM_UNREACHABLE` (retryable) when no server answered after the client's own retries;
  * - `LLM_QUERY_ERROR` for any other failed request (e.g. a 4xx) — the loop ends as `llm_query_error`;
- * - `CANCELLED` when `signal` aborted.
+ * - the signal's reason when `signal` aborted (`abortReason` in app-error.ts: the AppError it was
+ *   aborted with, `CANCELLED` or the loop's `TIMED_OUT`; else `CANCELLED`).
  */
 export interface ChatModel {
   /** Model name for logs and the trajectory. */

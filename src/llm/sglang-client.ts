@@ -1,7 +1,7 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { z } from 'zod';
-import { AppError, isAppError } from '../app-error.js';
+import { abortReason, AppError, isAppError, throwIfAborted } from '../app-error.js';
 import { LEAF_PROTOCOL } from '../protocol/protocol.js';
 import { createSilentLogger, type Logger } from '../observability/logger.js';
 import type {
@@ -106,7 +106,8 @@ export interface SglangClientOptions {
  * - `LLM_QUERY_ERROR` for an HTTP error (retryable for 408/429/5xx after the retries ran out, not
  *   for other statuses, which are not retried), timeouts on every attempt (retryable), and a body
  *   that is not a chat completion (not retryable);
- * - `CANCELLED` when `request.signal` aborts, also during a backoff sleep.
+ * - the signal's reason (`abortReason`: `CANCELLED`…) when `request.signal` aborts, also during a
+ *   backoff sleep.
  *
  * @throws AppError `CONFIG_INVALID` at creation when `baseURL` is not an http(s) URL or carries
  *   credentials (`user:pass@`).
@@ -195,7 +196,7 @@ export function createSglangClient(options: SglangClientOptions): ChatModel {
     model: options.model,
     async complete(request: ChatRequest): Promise<ChatResponse> {
       const signal = request.signal;
-      throwIfCancelled(signal);
+      throwIfAborted(signal);
       for (let attempt = 1; ; attempt++) {
         const started = Date.now();
         try {
@@ -206,7 +207,7 @@ export function createSglangClient(options: SglangClientOptions): ChatModel {
           );
           return response;
         } catch (err) {
-          if (signal?.aborted) throw cancelledError(err);
+          throwIfAborted(signal);
           const failure = classify(err, baseURL);
           if (failure.kind === 'final') throw failure.error;
           if (attempt > maxRetries) throw exhaustedError(failure, attempt, baseURL, timeoutMs);
@@ -233,7 +234,7 @@ export function createSglangClient(options: SglangClientOptions): ChatModel {
  * @param options.timeoutMs timeout in milliseconds, default 10 000.
  * @throws AppError `LLM_UNREACHABLE` (with the launch command) when no server answered;
  *   `LLM_QUERY_ERROR` on an HTTP error, a timeout or a body that is not a model list;
- *   `CANCELLED` when `options.signal` aborted; `CONFIG_INVALID` for a bad URL.
+ *   the signal's reason (`abortReason`: `CANCELLED`…) when `options.signal` aborted; `CONFIG_INVALID` for a bad URL.
  */
 export async function listModels(
   baseURL: string,
@@ -243,7 +244,7 @@ export async function listModels(
   const url = normalizeBaseURL(baseURL);
   const timeoutMs = options.timeoutMs ?? 10_000;
   const client = createOpenAI(url, apiKey, timeoutMs);
-  throwIfCancelled(options.signal);
+  throwIfAborted(options.signal);
   let text: string;
   let status: number;
   try {
@@ -253,7 +254,7 @@ export async function listModels(
     status = response.status;
     text = await response.text();
   } catch (err) {
-    if (options.signal?.aborted) throw cancelledError(err);
+    throwIfAborted(options.signal);
     const failure = classify(err, url);
     if (failure.kind === 'final') throw failure.error;
     throw exhaustedError(failure, 1, url, timeoutMs);
@@ -521,12 +522,12 @@ export function backoffDelay(attempt: number, baseDelayMs: number, maxDelayMs: n
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(cancelledError(signal.reason));
+      reject(abortReason(signal));
       return;
     }
     const onAbort = (): void => {
       clearTimeout(timer);
-      reject(cancelledError(signal?.reason));
+      if (signal) reject(abortReason(signal));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
@@ -550,14 +551,6 @@ function linkAbort(parent: AbortSignal | undefined): { signal: AbortSignal | nul
   const onAbort = (): void => controller.abort(parent.reason);
   parent.addEventListener('abort', onAbort, { once: true });
   return { signal: controller.signal, unlink: () => parent.removeEventListener('abort', onAbort) };
-}
-
-function throwIfCancelled(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw cancelledError(signal.reason);
-}
-
-function cancelledError(cause: unknown): AppError {
-  return new AppError('CANCELLED', 'The model request was cancelled.', { cause });
 }
 
 function excerpt(text: string, max = 500): string {

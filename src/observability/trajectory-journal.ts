@@ -22,7 +22,15 @@ import type { Logger } from './logger.js';
 /** The running totals a step line carries (the trajectory's fields that change). */
 type JournalState = Pick<
   Trajectory,
-  'exitReason' | 'error' | 'errorCode' | 'finalMessage' | 'contextTokens' | 'totalTokens' | 'elapsedMs'
+  | 'exitReason'
+  | 'error'
+  | 'errorCode'
+  | 'errorDetails'
+  | 'errorRetryable'
+  | 'finalMessage'
+  | 'contextTokens'
+  | 'totalTokens'
+  | 'elapsedMs'
 >;
 
 /** Path of the journal of the trajectory file `trajectoryPath` (`x.json` → `x.jsonl`). */
@@ -121,6 +129,8 @@ function stateOf(t: Trajectory): JournalState {
     elapsedMs: t.elapsedMs,
   };
   if (t.errorCode !== undefined) state.errorCode = t.errorCode;
+  if (t.errorDetails !== undefined) state.errorDetails = t.errorDetails;
+  if (t.errorRetryable !== undefined) state.errorRetryable = t.errorRetryable;
   return state;
 }
 

@@ -1,4 +1,11 @@
-import { AppError, isRetryableHttpStatus } from '../app-error.js';
+import {
+  AppError,
+  httpStatusOf,
+  isAppError,
+  isRetryableHttpStatus,
+  type AppErrorOf,
+  type ErrorCode,
+} from '../app-error.js';
 import type { Clamp } from '../config/policy.js';
 import type { ExitReason } from '../leaf/trajectory.js';
 
@@ -67,7 +74,7 @@ export type Outcome =
       /** The pull request, when it had been opened before the call that failed. */
       pullRequest?: PullRequestRef;
     }
-  | { kind: 'failed'; code: string; message: string; retryable: boolean; summary?: RunSummary };
+  | { kind: 'failed'; code: ErrorCode; message: string; retryable: boolean; summary?: RunSummary };
 
 /** A pull request that exists (number and `html_url`). */
 export interface PullRequestRef {
@@ -119,70 +126,40 @@ export interface PolicyCap {
   source: string;
 }
 
+/** What {@link classifyError} knows besides the error. */
+export interface ClassifyContext {
+  /** The run summary gathered before the error, when the agent ran. */
+  summary?: RunSummary;
+  /**
+   * @deprecated Who cancelled now travels with the error: an AppError `CANCELLED` carries it as
+   * `details.by` (the worker aborts with one). Still read, after `details.by`, until
+   * `pipeline/run-job.ts` stops passing it.
+   */
+  cancelledBy?: string | null;
+}
+
 /**
  * The one place where errors become an {@link Outcome} (DESIGN.md: "outcome.ts, the one place where
- * errors become an outcome"). Known {@link AppError} codes map to their kinds; anything else is
+ * errors become an outcome"). Every {@link ErrorCode} maps to its kind in one exhaustive switch
+ * ({@link classifyAppError}); an abort reason that is not an AppError (a DOMException
+ * `AbortError`) is `cancelled` by no one; Octokit's `HttpError` is `github_error`; anything else is
  * `failed` with code `INTERNAL` and is not retryable.
  *
- * @param err anything thrown by the pipeline.
- * @param context optional run summary gathered before the error and who cancelled.
+ * A cancelled job is classified from its signal's reason: `classifyError(signal.aborted ?
+ * signal.reason : err, { summary })`, so who cancelled comes from the reason's `details.by`.
+ *
+ * @param err anything thrown by the pipeline, or the reason of its aborted signal.
+ * @param context the run summary gathered before the error, when the agent ran.
  */
-export function classifyError(
-  err: unknown,
-  context: { summary?: RunSummary; cancelledBy?: string | null } = {},
-): Outcome {
+export function classifyError(err: unknown, context: ClassifyContext = {}): Outcome {
   const summary = context.summary;
-  if (err instanceof AppError) {
-    switch (err.code) {
-      case 'CANCELLED':
-        return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: err.message, summary };
-      case 'LLM_UNREACHABLE':
-        return { kind: 'llm_unreachable', message: err.message, summary };
-      case 'SANDBOX_PROTOCOL_VIOLATION':
-        return { kind: 'sandbox_failed', cause: 'protocol', message: err.message, summary };
-      case 'LLM_QUERY_ERROR': {
-        // The model server answered, with an error (5xx after every retry, a 4xx): its outcome, with
-        // the last status (from the client's details, or its message once stored in a trajectory).
-        const status =
-          typeof err.details?.status === 'number'
-            ? err.details.status
-            : Number(/answered HTTP (\d{3})/.exec(err.message)?.[1]) || undefined;
-        return { kind: 'llm_unreachable', message: err.message, ...(status ? { status } : {}), summary };
-      }
-      case 'SANDBOX_UNAVAILABLE':
-      case 'SANDBOX_GONE':
-      case 'SANDBOX_EXEC_FAILED':
-      case 'SANDBOX_COPY_FAILED':
-      case 'EGRESS_NOT_BLOCKED':
-        return { kind: 'sandbox_failed', message: err.message, summary };
-      case 'TIMED_OUT':
-        return { kind: 'timed_out', message: err.message, summary };
-      case 'POLICY_REFUSED':
-      case 'CONFIG_INVALID':
-      case 'PERMISSION_DENIED':
-        return {
-          kind: 'refused',
-          reason: err.message,
-          details: Array.isArray(err.details?.messages) ? (err.details.messages as string[]) : undefined,
-        };
-      case 'GITHUB_API_ERROR': {
-        const d = err.details ?? {};
-        return {
-          kind: 'github_error',
-          message: err.message,
-          status: typeof d.status === 'number' ? d.status : undefined,
-          retryable: err.retryable,
-          ...(typeof d.pullNumber === 'number' && typeof d.pullUrl === 'string'
-            ? { pullRequest: { number: d.pullNumber, url: d.pullUrl } }
-            : {}),
-        };
-      }
-      default:
-        return { kind: 'failed', code: err.code, message: err.message, retryable: err.retryable, summary };
-    }
+  if (isAppError(err)) return classifyAppError(err, summary, context.cancelledBy ?? null);
+  if (err instanceof Error && err.name === 'AbortError') {
+    // An abort() without a reason: nobody named a cause (our abort sites all give an AppError).
+    return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: 'the job was cancelled', summary };
   }
-  const status = (err as { status?: unknown } | null)?.status;
-  if (typeof status === 'number' && (err as { name?: string }).name === 'HttpError') {
+  const status = httpStatusOf(err);
+  if (status !== undefined && (err as { name?: string }).name === 'HttpError') {
     // Octokit's RequestError (https://github.com/octokit/request-error.js): 5xx and 429 are worth a retry.
     return {
       kind: 'github_error',
@@ -193,6 +170,98 @@ export function classifyError(
   }
   const message = err instanceof Error ? err.message : String(err);
   return { kind: 'failed', code: 'INTERNAL', message, retryable: false, summary };
+}
+
+/**
+ * The outcome of each {@link ErrorCode}. Exhaustive: a code added to the union without a case here
+ * fails the typecheck (the `never` in `default`).
+ *
+ * @param cancelledBy who cancelled when a `CANCELLED` error does not say (deprecated context).
+ */
+function classifyAppError(
+  err: AppErrorOf,
+  summary: RunSummary | undefined,
+  cancelledBy: string | null,
+): Outcome {
+  const failed = (): Outcome => ({
+    kind: 'failed',
+    code: err.code,
+    message: err.message,
+    retryable: err.retryable,
+    summary,
+  });
+  switch (err.code) {
+    case 'CANCELLED':
+      return { kind: 'cancelled', by: err.details?.by ?? cancelledBy, reason: err.message, summary };
+    case 'LLM_UNREACHABLE':
+      return { kind: 'llm_unreachable', message: err.message, summary };
+    case 'LLM_QUERY_ERROR': {
+      // The model server answered, with an error (5xx after every retry, a 4xx): its outcome, with
+      // the last status from the client's details.
+      const status =
+        (err.details && 'status' in err.details ? err.details.status : undefined) ?? legacyStatus(err);
+      return { kind: 'llm_unreachable', message: err.message, ...(status ? { status } : {}), summary };
+    }
+    case 'SANDBOX_PROTOCOL_VIOLATION':
+      return { kind: 'sandbox_failed', cause: 'protocol', message: err.message, summary };
+    case 'SANDBOX_UNAVAILABLE':
+    case 'SANDBOX_GONE':
+    case 'SANDBOX_EXEC_FAILED':
+    case 'SANDBOX_COPY_FAILED':
+    case 'EGRESS_NOT_BLOCKED':
+      return { kind: 'sandbox_failed', message: err.message, summary };
+    case 'TIMED_OUT':
+      return { kind: 'timed_out', message: err.message, summary };
+    case 'CONFIG_INVALID':
+      return { kind: 'refused', reason: err.message, details: err.details?.messages };
+    case 'POLICY_REFUSED':
+      return { kind: 'refused', reason: err.message, details: undefined };
+    case 'GITHUB_API_ERROR': {
+      const { status, pullNumber, pullUrl } = err.details ?? {};
+      return {
+        kind: 'github_error',
+        message: err.message,
+        status,
+        retryable: err.retryable,
+        ...(pullNumber !== undefined && pullUrl !== undefined
+          ? { pullRequest: { number: pullNumber, url: pullUrl } }
+          : {}),
+      };
+    }
+    // Failures without an outcome of their own: `failed`, with the code.
+    case 'INTERNAL':
+    case 'CLONE_FAILED':
+    case 'GIT_FAILED':
+    case 'PATCH_DOES_NOT_APPLY':
+    case 'PATCH_FAILED':
+    case 'LLM_CONTEXT_OVERFLOW':
+    case 'SANDBOX_AGENT_ERROR':
+    case 'EGRESS_PROBE_FAILED':
+    case 'TOOL_ERROR':
+    case 'QUEUE_UNAVAILABLE':
+    case 'QUEUE_CONTENDED':
+    case 'RETRYABLE_OUTCOME':
+    case 'WORKER_LOST':
+    case 'RECORD_KEY_INVALID':
+    case 'RECORD_NOT_FOUND':
+    case 'RECORD_LOCK_TIMEOUT':
+    case 'RECORD_STORE_UNAVAILABLE':
+    case 'TRAJECTORY_NOT_FOUND':
+      return failed();
+    default: {
+      const unclassified: never = err;
+      throw new Error(`unclassified error code ${(unclassified as AppError).code}`);
+    }
+  }
+}
+
+/**
+ * @deprecated The status of an `LLM_QUERY_ERROR` rebuilt by `pipeline/run-job.ts` from a
+ * trajectory's message ("answered HTTP 503"). Remove once run-job classifies `loopFailure(trajectory)`,
+ * which keeps the client's `details.status`.
+ */
+function legacyStatus(err: AppError): number | undefined {
+  return Number(/answered HTTP (\d{3})/.exec(err.message)?.[1]) || undefined;
 }
 
 /**

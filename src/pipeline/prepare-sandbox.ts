@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AppError } from '../app-error.js';
+import { AppError, throwIfAborted } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 
@@ -54,7 +54,7 @@ export interface PreparedSandbox {
  *
  * @throws AppError from the driver (`SANDBOX_UNAVAILABLE`, `SANDBOX_COPY_FAILED`…), from
  *   `assertOffline` (`EGRESS_NOT_BLOCKED`), `SANDBOX_EXEC_FAILED` when the base commit cannot be
- *   made, `CANCELLED` when `signal` aborted.
+ *   made, the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted.
  */
 export async function prepareSandbox(options: PrepareSandboxOptions): Promise<PreparedSandbox> {
   const { signal, logger } = options;
@@ -64,7 +64,7 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
   });
   try {
     await options.assertOffline(sandbox);
-    cancelled(signal);
+    throwIfAborted(signal);
     const tree = options.tree();
     try {
       await sandbox.copyIn(tree);
@@ -72,9 +72,9 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
       // A copy that failed half-way must not leave the archive reading files for nobody.
       tree.destroy();
     }
-    cancelled(signal);
+    throwIfAborted(signal);
     await commitBase(sandbox, signal);
-    cancelled(signal);
+    throwIfAborted(signal);
     const prepared: PreparedSandbox = { sandbox };
     if (options.setupCommand) {
       const r = await sandbox.exec(`exec 2>&1\n${options.setupCommand}`, {
@@ -83,7 +83,7 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
         env: { CI: 'true' },
         maxOutputBytes: 1024 * 1024,
       });
-      cancelled(signal);
+      throwIfAborted(signal);
       const outputTail = r.stdout.toString('utf8').split('\n').slice(-20).join('\n');
       prepared.setup = {
         command: options.setupCommand,
@@ -133,7 +133,7 @@ async function commitBase(sandbox: Sandbox, signal: AbortSignal | undefined): Pr
       },
     },
   );
-  cancelled(signal);
+  throwIfAborted(signal);
   if (r.exitCode !== 0 || r.timedOut) {
     throw new AppError(
       'SANDBOX_EXEC_FAILED',
@@ -141,8 +141,4 @@ async function commitBase(sandbox: Sandbox, signal: AbortSignal | undefined): Pr
         r.stderr.toString('utf8').trim().split('\n').slice(-5).join('\n'),
     );
   }
-}
-
-function cancelled(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AppError('CANCELLED', 'cancelled while the sandbox was prepared');
 }

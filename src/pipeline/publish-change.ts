@@ -1,4 +1,4 @@
-import { AppError } from '../app-error.js';
+import { throwIfAborted } from '../app-error.js';
 import { commitChanges, type GitIdentity } from '../git/commit-changes.js';
 import type { GitHttpAuth } from '../git/clone-repository.js';
 import { pushBranch } from '../git/push-branch.js';
@@ -108,7 +108,7 @@ export interface PublishChangeOptions {
  * so a cancelled job never leaves a pushed branch without its pull request and check run.
  *
  * @throws AppError `POLICY_REFUSED` (branch not the app's), `GITHUB_API_ERROR` (push failed),
- *   `CANCELLED`; Octokit's RequestError from the pull request calls.
+ *   the signal's reason (`abortReason`: `CANCELLED`…); Octokit's RequestError from the pull request calls.
  */
 export async function publishChange(options: PublishChangeOptions): Promise<PublishedPullRequest> {
   const { request, logger } = options;
@@ -125,7 +125,7 @@ export async function publishChange(options: PublishChangeOptions): Promise<Publ
     date: options.now(),
     signal: options.signal,
   });
-  if (options.signal.aborted) throw new AppError('CANCELLED', 'cancelled before the branch was pushed');
+  throwIfAborted(options.signal);
   const auth: GitHttpAuth = { token: await options.getInstallationToken(), baseUrl: options.gitBaseUrl };
   const pushed = await pushBranch({
     dir: options.dir,

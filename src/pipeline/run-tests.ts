@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { AppError } from '../app-error.js';
+import { throwIfAborted } from '../app-error.js';
 import type { Logger } from '../observability/logger.js';
 import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { clearTestReports, collectTestReport, planTestReport } from './test-reports/test-report-capture.js';
@@ -79,7 +79,7 @@ export interface RunTestsOptions {
  * it is destroyed; the command shown to people stays the configured or detected one.
  *
  * @returns the result, or `null` when no test command is configured and none could be detected.
- * @throws AppError `CANCELLED` when `signal` aborted; `EGRESS_NOT_BLOCKED` from `assertOffline`;
+ * @throws AppError the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted; `EGRESS_NOT_BLOCKED` from `assertOffline`;
  *   sandbox errors (`SANDBOX_UNAVAILABLE`, `SANDBOX_COPY_FAILED`, …) as thrown by the driver.
  */
 export async function runTests(options: RunTestsOptions): Promise<TestRun | null> {
@@ -93,7 +93,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
   });
   try {
     await options.assertOffline(sandbox);
-    throwIfCancelled(signal);
+    throwIfAborted(signal);
     const tree = options.tree();
     try {
       await sandbox.copyIn(tree);
@@ -101,7 +101,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
       // A copy that failed half-way must not leave the archive reading files for nobody.
       tree.destroy();
     }
-    throwIfCancelled(signal);
+    throwIfAborted(signal);
     const detected = options.testCommand
       ? { command: options.testCommand, reason: 'configured' }
       : await detectTestCommand(sandbox);
@@ -123,7 +123,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
     });
     if (options.setupCommand) {
       const r = await runMerged(sandbox, options.setupCommand, timeoutMs, signal);
-      throwIfCancelled(signal);
+      throwIfAborted(signal);
       output += `$ ${options.setupCommand}\n${r.text}\n`;
       setup = { command: options.setupCommand, exitCode: r.exitCode, timedOut: r.timedOut };
       if (r.exitCode !== 0 || r.timedOut) {
@@ -136,7 +136,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
     });
     await clearTestReports(sandbox, plan, signal);
     const r = await runMerged(sandbox, plan.command, timeoutMs, signal, plan.env);
-    throwIfCancelled(signal);
+    throwIfAborted(signal);
     const report = r.timedOut
       ? { tests: null, format: null, output: r.text }
       : await collectTestReport(sandbox, plan, r.text, { signal });
@@ -189,10 +189,6 @@ async function runMerged(
     timedOut: r.timedOut,
     truncated: r.outputTruncated,
   };
-}
-
-function throwIfCancelled(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AppError('CANCELLED', 'cancelled while the tests ran');
 }
 
 /** "exit 1", "timed out", "killed by a signal". */

@@ -207,7 +207,7 @@ async function checkGitTls(
     await runGit(['ls-remote', '--heads', probe], { timeoutMs });
     return { name, status: 'ok' };
   } catch (err) {
-    stderr = isAppError(err) && typeof err.details?.stderr === 'string' ? err.details.stderr : String(err);
+    stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : String(err);
   }
   const line =
     stderr

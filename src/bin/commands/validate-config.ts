@@ -61,9 +61,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`ok: ${file}\n`);
     } catch (err) {
       if (!isAppError(err, 'CONFIG_INVALID')) throw err;
-      const messages = Array.isArray(err.details?.messages)
-        ? (err.details.messages as string[])
-        : [err.message];
+      const messages = err.details?.messages ?? [err.message];
       process.stderr.write(`${messages.join('\n')}\n`);
       failed = true;
     }

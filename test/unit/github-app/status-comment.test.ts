@@ -162,7 +162,7 @@ describe('renderStatus', () => {
     expect(untrusted('@everyone <img src=x> & co')).toBe('@\u200beveryone &lt;img src=x&gt; &amp; co');
     const body = renderStatus({
       phase: 'finished',
-      outcome: { kind: 'failed', code: 'X', message: 'ping @admin', retryable: false },
+      outcome: { kind: 'failed', code: 'INTERNAL', message: 'ping @admin', retryable: false },
     });
     expect(body).not.toContain('@admin');
   });

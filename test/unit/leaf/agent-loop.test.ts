@@ -3,10 +3,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
 import { AppError } from '../../../src/app-error.js';
 import { runAgentLoop } from '../../../src/leaf/agent-loop.js';
 import { LEAF_PROTOCOL } from '../../../src/protocol/protocol.js';
-import type { Trajectory } from '../../../src/leaf/trajectory.js';
+import { loopFailure, type Trajectory } from '../../../src/leaf/trajectory.js';
+import { createSglangClient } from '../../../src/llm/sglang-client.js';
+import { classifyError } from '../../../src/pipeline/outcome.js';
 import type { AssistantMessage, ChatModel, ChatRequest, ChatResponse } from '../../../src/llm/chat-model.js';
 import { journalPathFor, parseTrajectoryJournal } from '../../../src/observability/trajectory-journal.js';
 import { createLocalSandboxFactory } from '../../../src/sandbox/local/local-sandbox.js';
@@ -334,5 +337,131 @@ describe('runAgentLoop', () => {
       limits: { maxTimeMs: 200 },
     });
     expect(t.exitReason).toBe('max_time');
+  });
+});
+
+/** A loopback port nothing listens on (bound, then closed): connections to it are refused. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the error the loop ended with (loopFailure): classified by its code, never its message', () => {
+  it("a model server nobody answers at is llm_unreachable, from the client's own code", async () => {
+    const model = createSglangClient({
+      baseURL: `http://127.0.0.1:${await closedPort()}/v1`,
+      model: 'frognano-4b',
+      maxRetries: 1,
+      retryBaseDelayMs: 1,
+      maxRetryDelayMs: 5,
+    });
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j' });
+    expect(t).toMatchObject({
+      exitReason: 'llm_query_error',
+      errorCode: 'LLM_UNREACHABLE',
+      errorRetryable: true,
+    });
+    expect(t.errorDetails).toMatchObject({ attempts: 2 });
+    expect(classifyError(loopFailure(t))).toMatchObject({ kind: 'llm_unreachable', message: t.error });
+  });
+
+  it('a failed model request keeps its HTTP status in the details, not in the message', async () => {
+    const failure = new AppError('LLM_QUERY_ERROR', 'the model server failed on every try', {
+      retryable: true,
+      details: { baseURL: 'http://127.0.0.1:1/v1', status: 503, attempts: 4 },
+    });
+    const t = await runAgentLoop({
+      model: scriptedModel([failure]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+    });
+    expect(t.errorDetails).toEqual(failure.details);
+    expect(classifyError(loopFailure(t))).toEqual({
+      kind: 'llm_unreachable',
+      message: 'the model server failed on every try',
+      status: 503,
+      summary: undefined,
+    });
+  });
+
+  it('a model failure that is no AppError is LLM_QUERY_ERROR; a tool failure that is none is TOOL_ERROR', async () => {
+    const t = await runAgentLoop({
+      model: scriptedModel([new TypeError('fetch failed')]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+    });
+    expect(t).toMatchObject({
+      exitReason: 'llm_query_error',
+      errorCode: 'LLM_QUERY_ERROR',
+      error: 'fetch failed',
+    });
+    const broken: Sandbox = Object.create(sandbox, {
+      exec: { value: () => Promise.reject(new TypeError('the sandbox fell over')) },
+    }) as Sandbox;
+    const u = await runAgentLoop({
+      model: scriptedModel([toolTurn('Bash', { command: 'true' })]).model,
+      sandbox: broken,
+      instruction: 'x',
+      jobId: 'j',
+    });
+    expect(u).toMatchObject({ exitReason: 'tool_error', errorCode: 'TOOL_ERROR' });
+    expect(classifyError(loopFailure(u))).toMatchObject({ kind: 'failed', code: 'TOOL_ERROR' });
+  });
+
+  it("a cancelled loop keeps who cancelled, from the signal's reason", async () => {
+    const controller = new AbortController();
+    controller.abort(
+      new AppError('CANCELLED', 'the frognano label was removed', { details: { by: 'carol' } }),
+    );
+    const { model } = scriptedModel([{}]);
+    const t = await runAgentLoop({ model, sandbox, instruction: 'x', jobId: 'j', signal: controller.signal });
+    expect(t.errorDetails).toEqual({ by: 'carol' });
+    expect(classifyError(loopFailure(t))).toEqual({
+      kind: 'cancelled',
+      by: 'carol',
+      reason: 'the frognano label was removed',
+      summary: undefined,
+    });
+  });
+
+  it('a loop out of time is timed_out naming the limit; an answer, or a cap reached, is no failure', async () => {
+    const hung = (req: ChatRequest): Promise<ChatResponse> =>
+      new Promise((_resolve, reject) =>
+        req.signal?.addEventListener('abort', () => reject(req.signal?.reason)),
+      );
+    const t = await runAgentLoop({
+      model: scriptedModel([hung]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      limits: { maxTimeMs: 200 },
+    });
+    expect(classifyError(loopFailure(t))).toEqual({
+      kind: 'timed_out',
+      message: 'the model did not finish within the time limit of 0.2 s',
+      summary: undefined,
+    });
+    const answered = await runAgentLoop({
+      model: scriptedModel([{}]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+    });
+    expect(answered.exitReason).toBe('agent');
+    expect(loopFailure(answered)).toBeNull();
+    const capped = await runAgentLoop({
+      model: scriptedModel([toolTurn('Glob', { pattern: '*' })]).model,
+      sandbox,
+      instruction: 'x',
+      jobId: 'j',
+      limits: { maxSteps: 1 },
+    });
+    expect(capped.exitReason).toBe('max_turns');
+    expect(loopFailure(capped)).toBeNull();
   });
 });
