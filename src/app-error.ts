@@ -52,7 +52,11 @@ export type ErrorCode =
   | 'RECORD_NOT_FOUND'
   | 'RECORD_LOCK_TIMEOUT'
   | 'RECORD_STORE_UNAVAILABLE'
-  | 'TRAJECTORY_NOT_FOUND';
+  | 'TRAJECTORY_NOT_FOUND'
+  // Evaluation (`frognano-bot eval`).
+  | 'TASKS_INVALID'
+  | 'TASKS_UNREADABLE'
+  | 'REPO_NOT_FOUND';
 
 /** Details of a failed model request: the server's URL, its last HTTP status, the attempts made. */
 export interface LlmFailureDetails {
@@ -120,6 +124,10 @@ export interface ErrorDetails {
   RECORD_LOCK_TIMEOUT: undefined;
   RECORD_STORE_UNAVAILABLE: undefined;
   TRAJECTORY_NOT_FOUND: undefined;
+  /** `problems`: one message per bad line of the tasks file. */
+  TASKS_INVALID: { problems: string[] };
+  TASKS_UNREADABLE: undefined;
+  REPO_NOT_FOUND: undefined;
 }
 
 /** Options of an {@link AppError}: `retryable` defaults to `false`. */

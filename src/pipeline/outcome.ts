@@ -247,6 +247,9 @@ function classifyAppError(
     case 'RECORD_LOCK_TIMEOUT':
     case 'RECORD_STORE_UNAVAILABLE':
     case 'TRAJECTORY_NOT_FOUND':
+    case 'TASKS_INVALID':
+    case 'TASKS_UNREADABLE':
+    case 'REPO_NOT_FOUND':
       return failed();
     default: {
       const unclassified: never = err;
