@@ -151,9 +151,10 @@ function describeCall(call: { name: string; arguments: string; observation: stri
   const observation = redactSecrets(call.observation);
   const args = shortArguments(redactSecrets(call.arguments));
   if (call.name === 'Bash') {
-    const bash = /^(?:Exit code: (-?\d+)|(Timed out after [^\n]*))\nSTDOUT:\n([\s\S]*?)\nSTDERR:\n([\s\S]*)$/.exec(
-      observation,
-    );
+    const bash =
+      /^(?:Exit code: (-?\d+)|(Timed out after [^\n]*))\nSTDOUT:\n([\s\S]*?)\nSTDERR:\n([\s\S]*)$/.exec(
+        observation,
+      );
     if (bash) {
       const stdout = bash[3] ?? '';
       const stderr = bash[4] ?? '';

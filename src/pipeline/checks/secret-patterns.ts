@@ -93,7 +93,9 @@ export function redactSecrets(text: string): string {
   let out = text;
   for (const { kind, re } of SECRET_PATTERNS) {
     const source =
-      kind === 'private key' ? `${re.source}[\\s\\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)` : re.source;
+      kind === 'private key'
+        ? `${re.source}[\\s\\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`
+        : re.source;
     out = out.replace(new RegExp(source, re.flags.includes('i') ? 'gi' : 'g'), (m) =>
       kind === 'AWS access key id' && m.endsWith('EXAMPLE') ? m : `[redacted: ${kind}]`,
     );
