@@ -4,7 +4,9 @@ import {
   HUMAN_REVIEW_CHECK_NAME,
   parseCheckExternalId,
 } from '../../../src/github-app/check-run.js';
+import { parseAdminPolicy } from '../../../src/config/policy.js';
 import {
+  createReviewPolicyLookup,
   handlePullRequestEvent,
   handleReviewEvent,
   type ReviewHandlerOptions,
@@ -289,5 +291,22 @@ describe('the human review gate', () => {
     expect(ghe.state.checkRuns(OWNER, REPO)).toHaveLength(before);
     expect(ghe.state.unhandled).toEqual([]);
     expect(ghe.state.errors).toEqual([]);
+  });
+
+  it('reads review.requireSecondPerson: the admin policy turns it off, a repository file back on, a broken file counts as on', async () => {
+    const policy = parseAdminPolicy('defaults:\n  review:\n    requireSecondPerson: false\n', 'policy.yaml');
+    const lookup = createReviewPolicyLookup(() => policy);
+    expect(await lookup({ owner: OWNER, repo: REPO, octokit })).toEqual({ requireSecondPerson: false });
+    await ghe.createRepo(OWNER, 'strict', {
+      files: { '.github/frognano.yml': 'review:\n  requireSecondPerson: true\n' },
+    });
+    expect(await lookup({ owner: OWNER, repo: 'strict', octokit })).toEqual({ requireSecondPerson: true });
+    await ghe.createRepo(OWNER, 'broken', { files: { '.github/frognano.yml': 'review: 3\n' } });
+    expect(await lookup({ owner: OWNER, repo: 'broken', octokit })).toEqual({ requireSecondPerson: true });
+    expect(
+      await createReviewPolicyLookup(() => parseAdminPolicy('', 'p'))({ owner: OWNER, repo: REPO, octokit }),
+    ).toEqual({
+      requireSecondPerson: true,
+    });
   });
 });
