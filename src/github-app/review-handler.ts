@@ -25,7 +25,7 @@ export interface ReviewHandlerOptions {
   /** This GitHub App's id: only its own check runs are considered. Without it, the check's name decides. */
   appId?: number;
   /** The app's bot login (`<slug>[bot]`): a bot pull request without check run history is recognised by it. */
-  botLogin?: () => Promise<string | undefined> | string | undefined;
+  botLogin?: string | (() => Promise<string | undefined> | string | undefined);
   /** Branch prefix of the bot's pull requests (default `frognano/`), for the same recognition. */
   branchPrefix?: string;
   /** The effective review policy of a repository; absent: `requireSecondPerson: true`. */
@@ -340,8 +340,13 @@ export function registerReviewHandler(app: Probot, options: ReviewHandlerOptions
     (() =>
       (slug ??= app
         .auth()
-        .then(async (o) => `${(await o.rest.apps.getAuthenticated()).data?.slug ?? ''}[bot]`)
+        .then(async (o) => {
+          const found = (await o.rest.apps.getAuthenticated()).data?.slug;
+          if (!found) throw new Error('GET /app answered without a slug');
+          return `${found}[bot]`;
+        })
         .catch(() => {
+          // Looked up again on the next event; meanwhile no push counts as the bot's own.
           slug = undefined;
           return undefined;
         })));
