@@ -155,10 +155,16 @@ export interface GateOutputContext {
 const REASONS: Record<NotCountedReason, (commit: string) => string> = {
   bot: () => 'is a bot',
   dismissed: () => 'had the review dismissed',
-  older_commit: (c) => `approved an older commit (${c})`,
+  older_commit: (c) => `approved an older commit (\`${c}\`)`,
   no_write_access: () => 'has no write access',
   requester: () => 'asked for the run, so a second person must approve (`review.requireSecondPerson`)',
 };
+
+/** `@a`, `@a and @b`, `@a, @b and @c`. */
+function mentions(logins: readonly string[]): string {
+  const all = logins.map((l) => `@${l}`);
+  return all.length <= 1 ? (all[0] ?? '') : `${all.slice(0, -1).join(', ')} and ${all.at(-1)}`;
+}
 
 /**
  * The check run's title and summary (Markdown) for a verdict: what it waits for, whose reviews did
@@ -180,18 +186,16 @@ export function renderGateOutput(
     );
   } else {
     const changes = gate.waitingFor.find((w) => w.kind === 'changes_requested');
-    title = changes
-      ? `Changes requested by ${changes.by.map((l) => `@${l}`).join(', ')}`
-      : 'Waiting for a human review';
+    title = changes ? `Changes requested by ${mentions(changes.by)}` : 'Waiting for a human review';
     lines.push(
       `This change was written by a machine. Merging waits for:`,
       ...gate.waitingFor.map((w) =>
         w.kind === 'approval'
           ? `- an approving review of commit \`${short}\` (the head of #${ctx.pullNumber}) by a person with write access` +
             (w.excluding.length > 0
-              ? `, other than ${w.excluding.map((l) => `@${l}`).join(', ')} (who asked for the run)`
+              ? `, other than ${mentions(w.excluding)} (who asked for ${w.excluding.length === 1 ? 'the run' : 'the runs'})`
               : '')
-          : `- ${w.by.map((l) => `@${l}`).join(', ')}, who requested changes on this commit, to approve it (or the review to be dismissed)`,
+          : `- ${mentions(w.by)}, who requested changes on this commit, to approve it (or the review to be dismissed)`,
       ),
     );
   }

@@ -173,7 +173,7 @@ describe('the human review gate', () => {
     expect(run?.id).not.toBe(pr.checkRunId);
     expect(run?.conclusion).toBe('action_required');
     expect(run?.output.text).toBe(TRANSCRIPT);
-    expect(run?.output.summary).toContain(`@wendy approved an older commit (${pr.headSha.slice(0, 12)})`);
+    expect(run?.output.summary).toContain(`@wendy approved an older commit (\`${pr.headSha.slice(0, 12)}\`)`);
     expect(parseCheckExternalId(run?.external_id).requestedBy).toEqual(['alice']);
     // The old commit keeps its own (green) check run.
     expect(checkOn(pr.headSha)?.conclusion).toBe('success');

@@ -123,7 +123,7 @@ describe('renderGateOutput', () => {
       `- an approving review of commit \`${HEAD.slice(0, 12)}\` (the head of #7) by a person with write access, other than @alice (who asked for the run)`,
       '- @maya, who requested changes on this commit, to approve it (or the review to be dismissed)',
       '',
-      `Not counted: @alice asked for the run, so a second person must approve (\`review.requireSecondPerson\`); @wendy approved an older commit (${OLD.slice(0, 12)}).`,
+      `Not counted: @alice asked for the run, so a second person must approve (\`review.requireSecondPerson\`); @wendy approved an older commit (\`${OLD.slice(0, 12)}\`).`,
       '',
       'Review the diff line by line, run it if you can, and approve only what you would approve from a colleague. The bot never approves, marks ready or merges its own pull requests.',
       '',
