@@ -151,6 +151,9 @@ export async function syncHumanReviewGate(
   const headSha = pull.head.sha;
   let check = await findHumanReviewCheck(octokit, { owner, repo, sha: headSha, appId: options.appId });
   if (!check) {
+    // The bot opens its pull requests itself: anyone else's is not looked into further.
+    const bot = await resolveBotLogin(options);
+    if (bot !== undefined && pull.user?.login !== bot) return ignore('not a pull request of this app');
     const previous = await findPreviousCheck(octokit, where, headSha, options.appId);
     if (!previous && !(await isBotPullRequest(pull, options)))
       return ignore('not a pull request of this app');
