@@ -7,6 +7,7 @@ import {
   HARD_LIMITS,
   POLICY_SETTINGS_KEYS,
   SANDBOX_KEYS,
+  policyReviewShape,
   policySettingsShape,
   quantitiesShape,
   resourcesShape,
@@ -126,6 +127,7 @@ function policyKnownKeys(path: readonly PropertyKey[]): readonly string[] | unde
     return path[0] === 'rules' ? ['match', ...POLICY_SETTINGS_KEYS] : POLICY_SETTINGS_KEYS;
   const rest = path.slice(settingsLevel);
   if (rest.length === 1 && rest[0] === 'sandbox') return Object.keys(sandboxShape);
+  if (rest.length === 1 && rest[0] === 'review') return Object.keys(policyReviewShape);
   if (rest.length === 2 && rest[1] === 'resources') return Object.keys(resourcesShape);
   if (rest.length === 3 && rest[1] === 'resources') return Object.keys(quantitiesShape);
   return undefined;
@@ -250,6 +252,12 @@ export interface EffectivePolicy {
   instructions: string | null;
   /** Closing keyword in the pull request body (`Fixes #12`). */
   fixesKeyword: string;
+  /**
+   * The human review gate. `requireSecondPerson` (default true): the approval of a person who asked
+   * for the run (labeller, feedback author) alone does not turn the check green. Org and repository
+   * files may only set it to true; the admin policy may turn it off.
+   */
+  review: { requireSecondPerson: boolean };
   clamps: Clamp[];
   sources: Record<string, string>;
 }
@@ -294,6 +302,7 @@ export const BUILT_IN_DEFAULTS: Readonly<Omit<EffectivePolicy, 'repo' | 'clamps'
     branchPrefix: 'frognano/',
     instructions: null,
     fixesKeyword: 'Fixes',
+    review: { requireSecondPerson: true },
   });
 
 /** Defaults of `frognano-bot eval` when the policy has no `eval` section. Units as in {@link EVAL_LIMITS}. */

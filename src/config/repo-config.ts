@@ -4,10 +4,13 @@ import {
   ADMIN_ONLY_KEYS,
   REPO_KEYS,
   SANDBOX_KEYS,
+  repoReviewShape,
   repoSettingsSchema,
   type RepoSettings,
 } from './settings-schema.js';
 import { configInvalid, formatIssues, parseYamlText } from './validation-messages.js';
+
+const REPO_REVIEW_KEYS = Object.keys(repoReviewShape);
 
 /** Path of the repository configuration file, in the repository and in the owner's `.github` repository. */
 export const REPO_CONFIG_PATH = '.github/frognano.yml';
@@ -60,7 +63,12 @@ export function parseRepoConfig(text: string, source: string): RepoConfig {
     throw configInvalid(
       source,
       formatIssues(source, result.error.issues, {
-        knownKeys: (path) => (path.length === 0 ? REPO_KEYS : undefined),
+        knownKeys: (path) =>
+          path.length === 0
+            ? REPO_KEYS
+            : path.length === 1 && path[0] === 'review'
+              ? REPO_REVIEW_KEYS
+              : undefined,
         refusedKey: refusedRepoKey,
       }),
     );

@@ -141,6 +141,22 @@ export const sandboxShape = {
     .optional(),
 };
 
+/**
+ * `review:` of a repository or organisation file. `requireSecondPerson` may only be made stricter
+ * there (`true`): turning it off is the admin policy's decision.
+ */
+export const repoReviewShape = {
+  requireSecondPerson: z
+    .literal(true, {
+      error:
+        'can only be true in a repository or organisation file (it may make the rule stricter); only the admin policy can turn it off',
+    })
+    .optional(),
+};
+
+/** `review:` of the admin policy. */
+export const policyReviewShape = { requireSecondPerson: bool };
+
 /** Keys a repository's `.github/frognano.yml` may set (also allowed in the admin policy). */
 export const repoSettingsShape = {
   /** Label that triggers a job. */
@@ -162,6 +178,8 @@ export const repoSettingsShape = {
   attempts: wholeNumber(HARD_LIMITS.attempts),
   /** Closing keyword written before the issue reference in the pull request body. */
   fixesKeyword,
+  /** The human review gate: `requireSecondPerson` (a requester's approval alone does not count). */
+  review: z.strictObject(repoReviewShape, { error: 'must be a mapping with requireSecondPerson' }).optional(),
 };
 
 /** Keys only the admin policy may set. */
@@ -178,7 +196,13 @@ export const adminOnlySettingsShape = {
 };
 
 /** All keys of one layer of the admin policy (`defaults` or one rule). */
-export const policySettingsShape = { ...repoSettingsShape, ...adminOnlySettingsShape };
+export const policySettingsShape = {
+  ...repoSettingsShape,
+  ...adminOnlySettingsShape,
+  review: z
+    .strictObject(policyReviewShape, { error: 'must be a mapping with requireSecondPerson' })
+    .optional(),
+};
 
 export const repoSettingsSchema = z.strictObject(repoSettingsShape, {
   error: 'must be a mapping of keys to values',

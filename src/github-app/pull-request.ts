@@ -9,6 +9,7 @@ import {
 } from '../pipeline/publish-change.js';
 import { describeExit } from '../pipeline/run-tests.js';
 import { createHumanReviewCheck } from './check-run.js';
+import { renderTranscriptRound } from './transcript.js';
 import { fence, formatCount, formatDuration, quoteUntrusted, table } from '../text/markdown.js';
 import { capStopLine, tokensText } from './status-comment.js';
 
@@ -64,6 +65,13 @@ export async function publishPullRequest(
       pullNumber: number,
       pullUrl: url,
       jobId: request.body.summary.jobId,
+      requestedBy: [request.body.requester],
+      transcript: request.trajectory
+        ? renderTranscriptRound(request.trajectory, {
+            round: 1,
+            note: `Asked for by @${request.body.requester}, who labelled issue #${request.issueNumber}.`,
+          })
+        : null,
     });
   } catch (err) {
     const status = httpStatusOf(err);

@@ -3,6 +3,7 @@ import { commitChanges, type GitIdentity } from '../git/commit-changes.js';
 import type { GitHttpAuth } from '../git/clone-repository.js';
 import { pushBranch } from '../git/push-branch.js';
 import type { Logger } from '../observability/logger.js';
+import type { Trajectory } from '../leaf/trajectory.js';
 import type { GitHubClient } from './github-client.js';
 import type { RunSummary } from './outcome.js';
 import type { TestRun } from './run-tests.js';
@@ -51,6 +52,8 @@ export interface PullRequestRequest {
   /** Extra labels next to {@link NEEDS_REVIEW_LABEL} (e.g. `frognano:tests-modified`). */
   extraLabels: string[];
   body: PullRequestBodyInput;
+  /** The published run's trajectory: its transcript goes into the human review check run's text. */
+  trajectory?: Trajectory;
 }
 
 /** The pull request a job opened or updated. */

@@ -425,6 +425,7 @@ export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobCont
         base: defaultBranch,
         reviewer: data.triggeredBy.login,
         extraLabels: evidence.labels,
+        trajectory: winner.trajectory,
         body: {
           issueNumber,
           fixesKeyword: policy.fixesKeyword,

@@ -152,14 +152,24 @@ describe('e2e: labelled issue → draft pull request → human review', () => {
       conclusion: 'action_required',
       details_url: pr.html_url,
     });
-    // …then success after an approving review by a person with write access.
-    const review = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'alice' });
+    // Its text is the run's transcript, one row per step.
+    expect(check()?.output.text).toContain('### Round 1 — job `');
+    expect(check()?.output.text).toMatch(/^\| 1 \| `\w+` \|/m);
+    // alice asked for the run: her approval alone leaves it action_required (review.requireSecondPerson)…
+    const own = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'alice' });
+    expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', own)).status).toBe(200);
+    await serve.intake.idle();
+    expect(check()).toMatchObject({ conclusion: 'action_required' });
+    expect(check()?.output.summary).toContain('other than @alice (who asked for the run)');
+    // …then success after an approving review by a second person with write access.
+    ghe.setPermission(OWNER, REPO, 'bob', 'write');
+    const review = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'bob' });
     const reviewed = await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review);
     expect(reviewed.status).toBe(200);
     // Answered once recorded; the check run is updated by the intake step.
     await serve.intake.idle();
     expect(check()).toMatchObject({ conclusion: 'success' });
-    expect(check()?.output.title).toBe('Approved by @alice');
+    expect(check()?.output.title).toBe('Approved by @bob');
 
     // The bot never marked it ready, approved or merged it.
     expect(ghe.state.pull(OWNER, REPO, pr.number)).toMatchObject({

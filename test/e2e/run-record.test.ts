@@ -14,7 +14,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
+import { HUMAN_REVIEW_CHECK_NAME, parseCheckExternalId } from '../../src/github-app/check-run.js';
 import { STATUS_MARKER } from '../../src/github-app/status-comment.js';
 import { readJobEntries } from '../../src/observability/record-chain.js';
 import { createVolumeRecordStore, type RecordStore } from '../../src/observability/record-store.js';
@@ -88,11 +88,13 @@ async function startStack(name: string, env: Record<string, string> = {}): Promi
   cleanups.push(() => stack.close());
   // maintain: the API answers permission "write", role_name "maintain" — the record must keep both.
   stack.ghe.setPermission(OWNER, REPO, 'alice', 'maintain');
+  // The approver: a second person (alice asked for the run, so her approval alone does not count).
+  stack.ghe.setPermission(OWNER, REPO, 'maya', 'maintain');
   return stack;
 }
 
 /**
- * Label an issue, wait for the pull request, approve its head commit as alice; returns the job id
+ * Label an issue (as alice), wait for the pull request, approve its head commit as maya; returns the job id
  * (from the check run's external_id), the pull request and the head commit.
  */
 async function labelAndApprove(stack: E2eStack, title: string) {
@@ -112,9 +114,9 @@ async function labelAndApprove(stack: E2eStack, title: string) {
   const check = ghe.state
     .checkRuns(OWNER, REPO)
     .find((r) => r.head_sha === head && r.name === HUMAN_REVIEW_CHECK_NAME)!;
-  const jobId = (check as { external_id?: string | null }).external_id ?? '';
+  const jobId = parseCheckExternalId((check as { external_id?: string | null }).external_id).jobId ?? '';
   expect(jobId).toMatch(/^octo-org\.calc\.\d+\./);
-  const review = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'alice' });
+  const review = ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer: 'maya' });
   expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review)).status).toBe(200);
   const reviewDelivery = ghe.state.deliveries.at(-1)!.deliveryId;
   return { issue, final, pr, head, check, jobId, labelDelivery, reviewDelivery };
@@ -199,7 +201,7 @@ async function checkRecord(
   // The approval: who, which commit, the permission the API answered.
   const approval = approvalSchema.parse(entries[1]!.entry.body);
   expect(approval).toMatchObject({
-    reviewer: 'alice',
+    reviewer: 'maya',
     commit: run.head,
     pullNumber: run.pr.number,
     permission: 'write',
@@ -211,7 +213,7 @@ async function checkRecord(
   const command = `frognano-bot audit show ${run.jobId}`;
   expect(run.final.body).toContain(`Run record: \`${command}\``);
   expect(ghe.state.pull(OWNER, REPO, run.pr.number)?.body).toContain(command);
-  expect(run.check.output.text).toContain(command);
+  expect(run.check.output.summary).toContain(command);
   return { record, entries };
 }
 
@@ -237,7 +239,7 @@ describe('e2e: run record', () => {
     expect(shown.stdout).toMatch(/Outcome\s+pr_opened/);
     expect(shown.stdout).toMatch(/fixed: .*test_add/);
     expect(shown.stdout).toContain(
-      `@alice (maintain) approved commit ${run.head.slice(0, 12)} of #${run.pr.number}`,
+      `@maya (maintain) approved commit ${run.head.slice(0, 12)} of #${run.pr.number}`,
     );
     const json = JSON.parse((await cli(['audit', 'show', run.jobId, '--json'], cliEnv)).stdout) as {
       entries: unknown[];

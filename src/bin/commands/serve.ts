@@ -9,7 +9,7 @@ import { createPolicyStore, createStaticPolicyStore, type PolicyStore } from '..
 import { loadRepoConfigs } from '../../config/repo-config.js';
 import { createAdminRouter } from '../../github-app/admin-routes.js';
 import { createInstallationClients } from '../../github-app/github-client.js';
-import { registerReviewHandler } from '../../github-app/review-handler.js';
+import { createReviewPolicyLookup, registerReviewHandler } from '../../github-app/review-handler.js';
 import { startServer, type RunningServer } from '../../github-app/server.js';
 import type { TriggerCheck } from '../../github-app/trigger-rules.js';
 import { writeApproval } from '../../observability/approval-entry.js';
@@ -117,6 +117,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
         (app) =>
           registerReviewHandler(app, {
             appId: env.appId,
+            reviewPolicy: createReviewPolicyLookup(() => policyStore.current()),
             recordApproval: (approval) => writeApproval(records.writer, approval),
           }),
       ],

@@ -82,3 +82,23 @@ export function findSecrets(files: readonly PatchFile[]): SecretFinding[] {
   }
   return findings;
 }
+
+/**
+ * `text` with every match of the secret formats above replaced by `[redacted: <kind>]`; a PEM
+ * private key is replaced from its `BEGIN` line to its `END` line (or to the end of the text when
+ * the block is cut). For text people read outside the sandbox (the check run's transcript): the
+ * sandbox holds no secrets, but a model can still print something shaped like one.
+ */
+export function redactSecrets(text: string): string {
+  let out = text;
+  for (const { kind, re } of SECRET_PATTERNS) {
+    const source =
+      kind === 'private key'
+        ? `${re.source}[\\s\\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)`
+        : re.source;
+    out = out.replace(new RegExp(source, re.flags.includes('i') ? 'gi' : 'g'), (m) =>
+      kind === 'AWS access key id' && m.endsWith('EXAMPLE') ? m : `[redacted: ${kind}]`,
+    );
+  }
+  return out;
+}

@@ -18,6 +18,12 @@ export interface ExampleTemplates {
   issuesUnlabeled: JsonObject;
   /** Whole `pull_request_review` / `submitted` payload (the example is a `commented` review). */
   reviewSubmitted: JsonObject;
+  /**
+   * Whole `pull_request` / `opened` payload: also the base of `synchronize` and `reopened`, which no
+   * ghes-* folder ships (the api.github.com examples of those carry the same keys, plus
+   * `before`/`after` for `synchronize`).
+   */
+  pullRequestOpened: JsonObject;
   user: JsonObject;
   organizationUser: JsonObject;
   repository: JsonObject;
@@ -69,6 +75,7 @@ export function loadExampleTemplates(): ExampleTemplates {
   const issuesLabeled = example('issues', 'labeled');
   const issuesUnlabeled = example('issues', 'unlabeled');
   const reviewSubmitted = example('pull_request_review', 'submitted');
+  const pullRequestOpened = example('pull_request', 'opened');
   const checkRunCreated = example('check_run', 'created');
   const checkRun = child(checkRunCreated, 'check_run', 'check_run.created');
   const app = child(checkRun, 'app', 'check_run.created check_run');
@@ -76,13 +83,14 @@ export function loadExampleTemplates(): ExampleTemplates {
     issuesLabeled,
     issuesUnlabeled,
     reviewSubmitted,
+    pullRequestOpened,
     user: child(issuesLabeled, 'sender', 'issues.labeled'),
     organizationUser: child(app, 'owner', 'check_run.created check_run.app'),
     repository: child(issuesLabeled, 'repository', 'issues.labeled'),
     issue: child(issuesLabeled, 'issue', 'issues.labeled'),
     label: child(issuesLabeled, 'label', 'issues.labeled'),
     comment: child(example('issue_comment', 'created'), 'comment', 'issue_comment.created'),
-    pullRequest: child(example('pull_request', 'opened'), 'pull_request', 'pull_request.opened'),
+    pullRequest: child(pullRequestOpened, 'pull_request', 'pull_request.opened'),
     review: child(reviewSubmitted, 'review', 'pull_request_review.submitted'),
     checkRun,
     app,

@@ -129,7 +129,7 @@ export interface ReviewRecord {
   user: string;
   body: string | null;
   /** REST spelling (upper case); webhooks use the lower-case form. */
-  state: 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED';
+  state: 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED' | 'DISMISSED';
   commitId: string;
   submittedAt: string;
 }

@@ -43,7 +43,8 @@
  * `GET|POST …/issues/comments/{id}/reactions`, `DELETE …/reactions/{id}` · labels:
  * `GET|POST|PUT|DELETE …/issues/{n}/labels`, `DELETE …/issues/{n}/labels/{name}`, `GET|POST …/labels`,
  * `GET|DELETE …/labels/{name}` · pulls: `GET|POST …/pulls` (`head`, `base`, `state` filters),
- * `GET|PATCH …/pulls/{n}`, `GET|POST|DELETE …/pulls/{n}/requested_reviewers`, `GET …/pulls/{n}/reviews` ·
+ * `GET|PATCH …/pulls/{n}`, `GET|POST|DELETE …/pulls/{n}/requested_reviewers`, `GET …/pulls/{n}/reviews`,
+ * `PUT …/pulls/{n}/reviews/{id}/dismissals`, `GET …/pulls/{n}/commits` ·
  * check runs: `POST …/check-runs`, `GET|PATCH …/check-runs/{id}`, `GET …/commits/{ref}/check-runs` ·
  * `GET …/contents/{path}?ref=` (JSON with base64 content wrapped at 60 chars, or the raw bytes for
  * `Accept: application/vnd.github.raw`; 404 when absent) · `GET …/git/ref/heads/{b}`,
@@ -124,6 +125,8 @@ import {
   createWebhookPayloads,
   type IssueClosedEventArgs,
   type IssueLabelEventArgs,
+  type PullRequestEventArgs,
+  type ReviewDismissedEventArgs,
   type ReviewSubmittedEventArgs,
   type SendWebhookOptions,
 } from './webhook-payloads.js';
@@ -138,6 +141,7 @@ export type {
 };
 export type { GitRequestRecord, DeliveryRecord, ErrorRecord, JsonObject, SendWebhookOptions };
 export type { IssueLabelEventArgs, IssueClosedEventArgs, ReviewSubmittedEventArgs };
+export type { PullRequestEventArgs, ReviewDismissedEventArgs };
 export { STANDIN_GIT_IDENTITY };
 
 /** GitHub's REST shapes (from Octokit's OpenAPI types) of the objects the stand-in renders. */
@@ -297,6 +301,21 @@ export interface GheStandin {
   ): IssueComment;
   /** Record a review by `reviewer` and return its `pull_request_review.submitted` payload. */
   submitReview(args: ReviewSubmittedEventArgs): JsonObject;
+  /** Dismiss a stored review (state `DISMISSED`) and return the `pull_request_review.dismissed` payload. */
+  dismissReview(args: ReviewDismissedEventArgs): JsonObject;
+  /**
+   * Commit `files` on the pull request's head branch as `sender` would push them (the head moves)
+   * and return the `pull_request.synchronize` payload, with `before` and `after`.
+   */
+  pushToPullRequest(args: {
+    owner: string;
+    repo: string;
+    pullNumber: number;
+    sender: string;
+    files: Record<string, string>;
+  }): Promise<JsonObject>;
+  /** `pull_request` opened / synchronize / reopened payload of the pull request as it is (state unchanged). */
+  makePullRequestPayload(args: PullRequestEventArgs): JsonObject;
   /** Add the label to the issue (as a person would) and return the `issues.labeled` payload. */
   labelIssue(args: IssueLabelEventArgs): JsonObject;
   /** Remove the label from the issue and return the `issues.unlabeled` payload. */
@@ -420,7 +439,7 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
       metadata: 'read',
       pull_requests: 'write',
     },
-    events: ['issues', 'issue_comment', 'pull_request', 'pull_request_review'],
+    events: ['issues', 'issue_comment', 'pull_request', 'pull_request_review', 'pull_request_review_comment'],
     createdAt: isoNow(),
     store,
     auth,
@@ -694,6 +713,33 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
       store.reviews.push(review);
       return payloads.pullRequestReviewSubmitted(args, review);
     },
+
+    dismissReview(args) {
+      const review = store.reviews.find((r) => r.id === args.reviewId);
+      if (!review) throw new Error(`ghe-standin: no review ${args.reviewId}`);
+      review.state = 'DISMISSED';
+      return payloads.pullRequestReviewDismissed(args);
+    },
+
+    async pushToPullRequest(args) {
+      const repo = mustRepo(args.owner, args.repo);
+      const pull = mustIssue(repo, args.pullNumber).pull;
+      if (!pull)
+        throw new Error(`ghe-standin: #${args.pullNumber} of ${repo.fullName} is not a pull request`);
+      const before = pull.headSha;
+      await standin.commitFiles(args.owner, args.repo, {
+        branch: pull.headRef,
+        files: args.files,
+        message: `Change by ${args.sender}\n`,
+        author: {
+          name: args.sender,
+          email: `${args.sender}@users.noreply.${fullCtx.host.replace(/:\d+$/, '')}`,
+        },
+      });
+      return payloads.pullRequestEvent({ ...args, action: 'synchronize', before });
+    },
+
+    makePullRequestPayload: (args) => payloads.pullRequestEvent(args),
 
     labelIssue(args) {
       const payload = payloads.issuesLabeled(args);

@@ -1,6 +1,6 @@
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
-import { branchSha, diffStats } from './bare-repos.js';
+import { branchSha, diffStats, gitOrThrow } from './bare-repos.js';
 import { addIssueRecord, isoNow, repoKey, type IssueRecord, type RepoRecord } from './ghe-store.js';
 import { refuseLongBody } from './routes-issues.js';
 import {
@@ -29,6 +29,7 @@ const updatePullBody = z.object({
   base: z.string().min(1).optional(),
   maintainer_can_modify: z.boolean().optional(),
 });
+const dismissalBody = z.object({ message: z.string().min(1), event: z.literal('DISMISS').optional() });
 const reviewersBody = z.object({
   reviewers: z.array(z.string()).optional(),
   team_reviewers: z.array(z.string()).optional(),
@@ -208,5 +209,49 @@ export function registerPullRoutes(router: Router, ctx: StandinContext): void {
       .filter((r) => r.repoKey === found.issue.repoKey && r.pullNumber === found.issue.number)
       .map((r) => ctx.objects.review(found.repo, r, 'rest'));
     sendPage(ctx, req, res, reviews);
+  });
+
+  // https://docs.github.com/en/rest/pulls/reviews#dismiss-a-review-for-a-pull-request
+  router.put('/repos/:owner/:repo/pulls/:number/reviews/:id/dismissals', (req, res) => {
+    const found = findPull(req, res);
+    if (!found) return;
+    const review = ctx.store.reviews.find(
+      (r) =>
+        r.repoKey === found.issue.repoKey &&
+        r.pullNumber === found.issue.number &&
+        String(r.id) === req.params.id,
+    );
+    if (!review) return sendError(ctx, res, 404, 'Not Found');
+    const body = parseBody(ctx, dismissalBody, req, res);
+    if (!body) return;
+    if (review.state !== 'APPROVED' && review.state !== 'CHANGES_REQUESTED') {
+      return sendError(ctx, res, 422, 'Can not dismiss a commented pull request review');
+    }
+    review.state = 'DISMISSED';
+    res.json(ctx.objects.review(found.repo, review, 'rest'));
+  });
+
+  // https://docs.github.com/en/rest/pulls/pulls#list-commits-on-a-pull-request (oldest first)
+  router.get('/repos/:owner/:repo/pulls/:number/commits', async (req, res) => {
+    const found = findPull(req, res);
+    if (!found?.issue.pull) return;
+    const { baseSha, headSha } = found.issue.pull;
+    const out = await gitOrThrow([
+      '--git-dir',
+      found.repo.dir,
+      'rev-list',
+      '--reverse',
+      `${baseSha}..${headSha}`,
+    ]);
+    const shas = out.split('\n').filter(Boolean).slice(0, 250);
+    sendPage(
+      ctx,
+      req,
+      res,
+      shas.map((sha) => ({
+        sha,
+        url: `${ctx.apiUrl}/repos/${found.repo.owner}/${found.repo.name}/commits/${sha}`,
+      })),
+    );
   });
 }

@@ -41,6 +41,28 @@ export interface ReviewSubmittedEventArgs {
   state?: 'approved' | 'changes_requested' | 'commented';
 }
 
+/** Arguments of the `pull_request` opened / synchronize / reopened builder. */
+export interface PullRequestEventArgs {
+  owner: string;
+  repo: string;
+  pullNumber: number;
+  action: 'opened' | 'synchronize' | 'reopened';
+  /** Who opened, pushed or reopened (the app's pushes: its bot login). */
+  sender: string;
+  /** `synchronize`: the head commit before the push. */
+  before?: string;
+}
+
+/** Arguments of the `pull_request_review.dismissed` builder. */
+export interface ReviewDismissedEventArgs {
+  owner: string;
+  repo: string;
+  pullNumber: number;
+  reviewId: number;
+  /** Who dismissed the review. */
+  sender: string;
+}
+
 export interface SendWebhookOptions {
   /** Default: the stand-in's webhook secret. */
   secret?: string;
@@ -57,6 +79,10 @@ export interface WebhookPayloads {
   issuesClosed(args: IssueClosedEventArgs): JsonObject;
   /** `review` is the record to describe; without one a review is rendered but not stored. */
   pullRequestReviewSubmitted(args: ReviewSubmittedEventArgs, review?: ReviewRecord): JsonObject;
+  /** `pull_request` opened / synchronize / reopened, describing the pull request as it is now. */
+  pullRequestEvent(args: PullRequestEventArgs): JsonObject;
+  /** `pull_request_review.dismissed` of a stored review (as it is now: dismissed). */
+  pullRequestReviewDismissed(args: ReviewDismissedEventArgs): JsonObject;
   send(
     targetUrl: string,
     event: string,
@@ -158,6 +184,30 @@ export function createWebhookPayloads(ctx: StandinContext, webhookSecret: string
       return envelope(t.reviewSubmitted, repo, args.reviewer, {
         action: 'submitted',
         review: ctx.objects.review(repo, record, 'webhook'),
+        pull_request: ctx.objects.pullRequest(repo, issue),
+      });
+    },
+
+    pullRequestEvent(args) {
+      const { repo, issue } = lookup(args.owner, args.repo, args.pullNumber);
+      if (!issue.pull)
+        throw new Error(`ghe-standin: #${args.pullNumber} of ${repo.fullName} is not a pull request`);
+      return envelope(t.pullRequestOpened, repo, args.sender, {
+        action: args.action,
+        number: issue.number,
+        pull_request: ctx.objects.pullRequest(repo, issue),
+        ...(args.action === 'synchronize' ? { before: args.before ?? null, after: issue.pull.headSha } : {}),
+      });
+    },
+
+    pullRequestReviewDismissed(args) {
+      const { repo, issue } = lookup(args.owner, args.repo, args.pullNumber);
+      const review = ctx.store.reviews.find((r) => r.id === args.reviewId);
+      if (!issue.pull || !review)
+        throw new Error(`ghe-standin: no review ${args.reviewId} on #${args.pullNumber}`);
+      return envelope(t.reviewSubmitted, repo, args.sender, {
+        action: 'dismissed',
+        review: ctx.objects.review(repo, review, 'webhook'),
         pull_request: ctx.objects.pullRequest(repo, issue),
       });
     },

@@ -131,7 +131,11 @@ describe('runJob against the GHE stand-in, the local sandbox and a scripted mode
       conclusion: 'action_required',
       details_url: pr.html_url,
     });
-    expect(runs[0]?.output.text).toContain('approving review');
+    expect(runs[0]?.output.summary).toContain('approving review');
+    expect(runs[0]?.output.summary).toContain(`other than @${REQUESTER} (who asked for the run)`);
+    // The transcript of the run is the check run's text.
+    expect(runs[0]?.output.text).toMatch(/^### Round 1 — job `octo-org\.calc\.\d+\./);
+    expect(runs[0]?.output.text).toContain('`frognano-bot trajectory ');
 
     // git went over HTTP with the installation token; the trajectory and test log are stored.
     const git = fx.ghe.state.gitRequests.filter((r) => r.repo === REPO);

@@ -243,6 +243,44 @@ describe('resolveEffectivePolicy: clamping to admin caps', () => {
   });
 });
 
+describe('resolveEffectivePolicy: review.requireSecondPerson', () => {
+  const repoFile = (text: string) => parseRepoConfig(text, '.github/frognano.yml');
+
+  it('is on by default; the admin policy may turn it off for some repositories', () => {
+    expect(resolveEffectivePolicy({ policy: EMPTY_ADMIN_POLICY, repo: 'acme/a' }).review).toEqual({
+      requireSecondPerson: true,
+    });
+    const policy = parseAdminPolicy(
+      'rules:\n  - match: acme/solo\n    review: { requireSecondPerson: false }\n',
+      'policy.yaml',
+    );
+    const solo = resolveEffectivePolicy({ policy, repo: 'acme/solo' });
+    expect(solo.review.requireSecondPerson).toBe(false);
+    expect(solo.sources['review.requireSecondPerson']).toBe('policy:rule[0] (acme/solo)');
+    expect(resolveEffectivePolicy({ policy, repo: 'acme/other' }).review.requireSecondPerson).toBe(true);
+  });
+
+  it('lets an org or repository file turn it back on, never off', () => {
+    const policy = parseAdminPolicy('defaults:\n  review:\n    requireSecondPerson: false\n', 'policy.yaml');
+    const on = repoFile('review:\n  requireSecondPerson: true\n');
+    expect(
+      resolveEffectivePolicy({ policy, repo: 'acme/a', repoConfig: on }).review.requireSecondPerson,
+    ).toBe(true);
+    expect(resolveEffectivePolicy({ policy, repo: 'acme/a', orgConfig: on }).review.requireSecondPerson).toBe(
+      true,
+    );
+    let messages: unknown;
+    try {
+      repoFile('review:\n  requireSecondPerson: false\n');
+    } catch (err) {
+      messages = isAppError(err, 'CONFIG_INVALID') ? err.details?.messages : err;
+    }
+    expect(messages).toEqual([
+      '.github/frognano.yml: review.requireSecondPerson: can only be true in a repository or organisation file (it may make the rule stricter); only the admin policy can turn it off (got false)',
+    ]);
+  });
+});
+
 describe('checkTriggerAllowed', () => {
   const teamsPolicy = parseAdminPolicy(
     `

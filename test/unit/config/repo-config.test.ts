@@ -92,7 +92,7 @@ fixesKeyword: Resolves
     expect(messagesOf('tesCommand: make test\ntest_command: x\nfoo: 1\n')).toEqual([
       '.github/frognano.yml: tesCommand: unknown key; did you mean "testCommand"?',
       '.github/frognano.yml: test_command: unknown key; did you mean "testCommand"?',
-      '.github/frognano.yml: foo: unknown key; allowed keys here: label, testCommand, setupCommand, branchPrefix, protectedPaths, instructions, maxSteps, maxTimeSec, attempts, fixesKeyword',
+      '.github/frognano.yml: foo: unknown key; allowed keys here: label, testCommand, setupCommand, branchPrefix, protectedPaths, instructions, maxSteps, maxTimeSec, attempts, fixesKeyword, review',
     ]);
   });
 
