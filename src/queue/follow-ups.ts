@@ -28,7 +28,7 @@ import {
  */
 export interface FollowUpStore {
   /**
-   * Append `item` to the pull request's pending feedback (once per webhook delivery), then try to
+   * Append `items` (one request: a comment, or a review with its inline comments) to the pull request's pending feedback (once per webhook delivery), then try to
    * take the guard for a new round. Also records the pull request under its issue (for
    * `issues.unlabeled`).
    *
@@ -36,7 +36,7 @@ export interface FollowUpStore {
    *   the new round's job id and number (the caller enqueues it, or {@link abandon}s); `busy` with
    *   the job that holds the pull request (it, or the round after it, takes the item).
    */
-  add(pull: PullRef, issue: IssueRef, item: FeedbackItem, deliveryId: string): Promise<AddResult>;
+  add(pull: PullRef, issue: IssueRef, items: readonly FeedbackItem[], deliveryId: string): Promise<AddResult>;
   /**
    * Take the guard for a new round when the pending list is not empty: from nobody, or from the
    * stale holder `expectedHolder` (its job no longer exists).
@@ -47,7 +47,7 @@ export interface FollowUpStore {
   /** Release the guard if `jobId` holds it. True when released. */
   release(pull: PullRef, jobId: string): Promise<boolean>;
   /** Undo an {@link add} whose enqueue failed: release, forget the delivery and the item, un-count the round. */
-  abandon(pull: PullRef, jobId: string, deliveryId: string, item: FeedbackItem): Promise<void>;
+  abandon(pull: PullRef, jobId: string, deliveryId: string, items: readonly FeedbackItem[]): Promise<void>;
   /**
    * Move the pending list into the round's own list (atomically) and return all of the round's
    * items as stored (JSON), oldest first: a retried round gets what it had plus what came since.
@@ -91,11 +91,11 @@ redis.call('SET', KEYS[${g}], holder)
 `;
 
 // KEYS: 1 delivery, 2 pending, 3 guard, 4 rounds, 5 issue's pulls
-// ARGV: 1 item JSON, 2 now ms, 3 delivery TTL s, 4 random, 5 job id prefix, 6 pull key
+// ARGV: 1 unused, 2 now ms, 3 delivery TTL s, 4 random, 5 job id prefix, 6 pull key, 7… item JSONs
 const ADD = `
 local seen = redis.call('GET', KEYS[1])
 if seen then return {'duplicate', seen} end
-redis.call('RPUSH', KEYS[2], ARGV[1])
+for i = 7, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('SADD', KEYS[5], ARGV[6])
 local cur = redis.call('GET', KEYS[3])
 if cur then
@@ -176,7 +176,7 @@ export function createFollowUpStore(
 ): FollowUpStore {
   const guardKey = (pull: PullRef) => keys.guard(followUpGuardName(pull));
   return {
-    async add(pull, issue, item, deliveryId) {
+    async add(pull, issue, items, deliveryId) {
       const reply = (await redis.eval(
         ADD,
         5,
@@ -185,12 +185,13 @@ export function createFollowUpStore(
         guardKey(pull),
         keys.followUpRounds(pullKey(pull)),
         keys.issuePulls(issueKey(issue)),
-        JSON.stringify(item),
+        '',
         String(now()),
         String(DELIVERY_TTL_S),
         random(),
         jobIdPrefix(pull),
         String(pull.pullNumber),
+        ...items.map((item) => JSON.stringify(item)),
       )) as [string, string, string?];
       if (reply[0] === 'duplicate') return { result: 'duplicate', holder: parseHolder(reply[1]) };
       return acquiredOrBusy(reply) as AddResult;
@@ -216,14 +217,12 @@ export function createFollowUpStore(
     async release(pull, jobId) {
       return (await redis.eval(DELETE_IF_HOLDER, 1, guardKey(pull), jobId)) === 1;
     },
-    async abandon(pull, jobId, deliveryId, item) {
+    async abandon(pull, jobId, deliveryId, items) {
       await redis.eval(DELETE_IF_HOLDER, 1, guardKey(pull), jobId);
       await redis.eval(DELETE_IF_HOLDER, 1, keys.delivery(deliveryId), jobId);
-      await redis
-        .multi()
-        .lrem(keys.feedback(pullKey(pull)), -1, JSON.stringify(item))
-        .decr(keys.followUpRounds(pullKey(pull)))
-        .exec();
+      const tx = redis.multi();
+      for (const item of items) tx.lrem(keys.feedback(pullKey(pull)), -1, JSON.stringify(item));
+      await tx.decr(keys.followUpRounds(pullKey(pull))).exec();
     },
     async drain(pull, jobId) {
       return (await redis.eval(

@@ -91,7 +91,7 @@ export interface JobQueue {
   /** Pending feedback and guard of follow-up rounds (issue 11). */
   readonly followUps: FollowUpStore;
   /**
-   * Add reviewer feedback for the pull request `pull` of `issue` and reserve a follow-up round when
+   * Add reviewer feedback (one request's items) for the pull request `pull` of `issue` and reserve a follow-up round when
    * none is waiting or active (a stale reservation is taken over as in {@link reserve}).
    *
    * @throws AppError `QUEUE_UNAVAILABLE` (retryable) when Redis cannot be reached.
@@ -99,7 +99,7 @@ export interface JobQueue {
   requestFollowUp(
     pull: PullRef,
     issue: IssueRef,
-    item: FeedbackItem,
+    items: readonly FeedbackItem[],
     deliveryId: string,
   ): Promise<FollowUpRequestResult>;
   /** The follow-up job holding `pull` and its BullMQ state (`queuing` while being enqueued), or null. */
@@ -262,8 +262,8 @@ export function createJobQueue(options: {
 
     followUps,
 
-    async requestFollowUp(pull, issue, item, deliveryId) {
-      const added = await bounded(followUps.add(pull, issue, item, deliveryId), 'add the feedback');
+    async requestFollowUp(pull, issue, items, deliveryId) {
+      const added = await bounded(followUps.add(pull, issue, items, deliveryId), 'add the feedback');
       if (added.result === 'duplicate') return { status: 'duplicate_delivery', jobId: added.holder.jobId };
       let taken: { jobId: string; round: number } | null = added.result === 'acquired' ? added : null;
       if (added.result === 'busy') {

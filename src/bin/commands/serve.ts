@@ -90,6 +90,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
         return p.sources.label && p.sources.label !== 'default' ? p.label : env.triggerLabel;
       },
       attemptsFor: () => env.jobAttempts,
+      maxFollowUpsFor: (repo) => effective(repo).maxFollowUps,
       checkTriggerAllowed: checkTrigger,
       admin: ({ queue, probot }) =>
         createAdminRouter({
