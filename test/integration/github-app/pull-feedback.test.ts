@@ -68,7 +68,7 @@ afterEach(async () => {
 });
 
 /** A worker on this test's queue whose follow-up runner is `runFollowUp` (issue jobs fail the test). */
-async function startWorker(runFollowUp: FollowUpRunner<InstallationOctokit>): Promise<void> {
+async function startWorker(runFollowUp?: FollowUpRunner<InstallationOctokit>): Promise<void> {
   const redis = createRedisConnection(env.redisUrl, 'worker', { logger });
   const subscriber = createRedisConnection(env.redisUrl, 'subscriber', { logger });
   connections.push(redis, subscriber);
@@ -87,7 +87,7 @@ async function startWorker(runFollowUp: FollowUpRunner<InstallationOctokit>): Pr
       shutdownTimeoutMs: 5000,
       getClient: (id) => clients.get(id),
       run: () => Promise.reject(new Error('no issue job expected')),
-      runFollowUp,
+      ...(runFollowUp ? { runFollowUp } : {}),
       reporterFor: statusCommentReporter(() => ghe.botLogin),
       progressIntervalMs: 0,
       logger,
@@ -222,7 +222,7 @@ describe('reviewer feedback on the app’s pull request (issue 11)', () => {
     ).toBe(0);
   });
 
-  it('ignores comments that are not for the app, on pull requests that are not the app’s, and its own', async () => {
+  it('ignores comments that are not for the app and pull requests that are not the app’s', async () => {
     await startServe();
     const { pull } = await openBotPull();
     await comment(pull, 'alice', 'Looks fine to me, /frognano later maybe');
@@ -391,5 +391,23 @@ describe('reviewer feedback on the app’s pull request (issue 11)', () => {
     ]);
     gate.release();
     await waitFor(async () => (await followUpJobs())[0]?.finishedOn, 'round finished');
+  });
+
+  it('without a follow-up runner a round fails before the agent and keeps its feedback for the next one', async () => {
+    await startServe();
+    await startWorker();
+    const { pull } = await openBotPull();
+    await comment(pull, 'alice', '/frognano rename z');
+    await waitFor(async () => (await followUpJobs())[0]?.finishedOn, 'round finished');
+    await waitFor(
+      () => pullStatusBodies(pull).at(-1)?.includes('follow-up runs are not available yet'),
+      'outcome',
+    );
+    expect(pullStatusBodies(pull).at(-1)).toContain('FOLLOW_UP_UNAVAILABLE');
+    const p = { owner: OWNER, repo: REPO, pullNumber: pull };
+    expect(await server.jobs.followUps.pendingCount(p)).toBe(1);
+    expect(await server.jobs.followUps.holder(p)).toBeNull();
+    // No automatic next round (it would fail the same way); the next request runs both.
+    expect((await followUpJobs()).length).toBe(1);
   });
 });
