@@ -32,18 +32,29 @@ const base = {
   installation: z.object({ id: z.number().int().positive() }).nullish(),
 };
 
+const commentFields = {
+  id: z.number().int().positive(),
+  body: z.string().nullish(),
+  created_at: z.string(),
+  html_url: z.string().optional(),
+  user: userSchema.nullish(),
+};
+
+/** An inline (review) comment: where it sits on the diff. */
+const inlineFields = {
+  ...commentFields,
+  path: z.string().nullish(),
+  line: z.number().int().nullish(),
+  start_line: z.number().int().nullish(),
+  diff_hunk: z.string().nullish(),
+};
+
 /** `issue_comment` (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issue_comment). */
 const issueCommentSchema = z.object({
   ...base,
   action: z.string(),
   issue: z.object({ number: z.number().int().positive(), pull_request: z.unknown().optional() }),
-  comment: z.object({
-    id: z.number().int().positive(),
-    body: z.string().nullish(),
-    created_at: z.string(),
-    html_url: z.string().optional(),
-    user: userSchema.nullish(),
-  }),
+  comment: z.object(commentFields),
 });
 
 /** `pull_request_review_comment` (same page, `#pull_request_review_comment`). */
@@ -51,18 +62,7 @@ const reviewCommentSchema = z.object({
   ...base,
   action: z.string(),
   pull_request: z.object({ number: z.number().int().positive() }),
-  comment: z.object({
-    id: z.number().int().positive(),
-    body: z.string().nullish(),
-    created_at: z.string(),
-    html_url: z.string().optional(),
-    pull_request_review_id: z.number().int().nullish(),
-    path: z.string().nullish(),
-    line: z.number().int().nullish(),
-    start_line: z.number().int().nullish(),
-    diff_hunk: z.string().nullish(),
-    user: userSchema.nullish(),
-  }),
+  comment: z.object({ ...inlineFields, pull_request_review_id: z.number().int().nullish() }),
 });
 
 /** `pull_request_review` (same page, `#pull_request_review`). */
@@ -265,19 +265,7 @@ async function getPull(octokit: GitHubRequester, repo: RepoName, pullNumber: num
   }
 }
 
-const reviewCommentListSchema = z.array(
-  z.object({
-    id: z.number().int().positive(),
-    body: z.string().nullish(),
-    created_at: z.string(),
-    html_url: z.string().optional(),
-    path: z.string().nullish(),
-    line: z.number().int().nullish(),
-    start_line: z.number().int().nullish(),
-    diff_hunk: z.string().nullish(),
-    user: userSchema.nullish(),
-  }),
-);
+const reviewCommentListSchema = z.array(z.object(inlineFields));
 
 /**
  * The inline comments of a review, as `review-comment` items, with

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { FeedbackItem } from '../pipeline/feedback.js';
-import { DELIVERY_TTL_S, type GuardHolder } from './issue-guard.js';
+import { DELETE_IF_HOLDER, DELIVERY_TTL_S, parseHolder, type GuardHolder } from './issue-guard.js';
 import {
   followUpGuardName,
   issueKey,
@@ -133,21 +133,6 @@ for i = #items, 1, -1 do redis.call('LPUSH', KEYS[1], items[i]) end
 redis.call('DEL', KEYS[2])
 return #items
 `;
-
-// KEYS[1] key; ARGV[1] job id. Deletes the key when its value's job id is ARGV[1].
-const DELETE_IF_HOLDER = `
-local cur = redis.call('GET', KEYS[1])
-if cur and string.match(cur, '^(%S+)') == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
-`;
-
-function parseHolder(value: string): GuardHolder {
-  const [jobId = '', ms = '0'] = value.split(' ');
-  return { jobId, reservedAtMs: Number(ms) || 0 };
-}
 
 function random(): string {
   return Math.floor(Math.random() * 0xffffffff)
