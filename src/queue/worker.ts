@@ -302,7 +302,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
       metrics?.recordJob(jobFacts(outcome, Date.now() - started));
       await writeFinal(status, outcome, log);
       await finishIssue(data, jobId);
-      await finishRound(job, data, { outcome, agentStarted, status, log });
+      await finishRound(job, data, { outcome, agentStarted, client, log });
       log.info({ outcome: outcome.kind, elapsedMs: Date.now() - started }, 'job finished');
       return toJobResult(outcome);
     } finally {
@@ -355,7 +355,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
   async function finishRound(
     job: Job<JobData, JobResult, typeof JOB_NAME>,
     data: JobData,
-    end: { outcome: Outcome; agentStarted: boolean; status: JobReporter; log: Logger },
+    end: { outcome: Outcome; agentStarted: boolean; client: Client; log: Logger },
   ): Promise<void> {
     if (!data.followUp) return;
     const jobId = job.id ?? '';
@@ -388,7 +388,8 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
         { nextJobId: next.jobId, round: next.round },
         'feedback arrived during the round; next round queued',
       );
-      await end.status
+      await options
+        .reporterFor(end.client, nextData, { jobId: next.jobId, logger: log })
         .update({ phase: 'queued', position: null })
         .catch((err: unknown) => log.warn({ err }, 'status comment update failed'));
     } catch (err) {
@@ -456,7 +457,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
         await finishRound(job, data, {
           outcome,
           agentStarted: progressStage(job) !== 'preparing',
-          status,
+          client,
           log,
         });
       } catch (e) {

@@ -268,6 +268,11 @@ describe('reviewer feedback on the app’s pull request (issue 11)', () => {
     expect(bodies[0]).toContain('queued (position 1)');
     expect(bodies.some((b) => b.includes('running (step 1 of 3)'))).toBe(true);
     expect(bodies.at(-1)).toContain('updated draft pull request #1');
+    // Between the rounds the comment says the next round is queued, under the next round's job id.
+    const firstEnd = bodies.findIndex((b) => b.includes('updated draft pull request #1'));
+    const round2 = jobs.find((j) => j.data.followUp?.round === 2)!;
+    expect(bodies[firstEnd + 1]).toContain('— queued');
+    expect(bodies[firstEnd + 1]).toContain(round2.id);
     expect(ghe.state.comments(OWNER, REPO, pull).some((c) => c.body?.includes(STATUS_MARKER))).toBe(false);
     expect(gate.release()).toBe(false);
   });
