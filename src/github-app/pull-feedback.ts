@@ -371,7 +371,13 @@ export async function handlePullFeedback(input: WebhookInput, deps: WebhookDeps)
     }
   }
   if (decision.action === 'stop') {
-    return cancelFollowUpRound(input, deps, pullRef, { by: sender, reason: `@${sender} asked to stop` }, log);
+    return cancelFollowUpRound(
+      input,
+      deps,
+      pullRef,
+      { by: sender, reason: 'a `/frognano stop` comment' },
+      log,
+    );
   }
   if (pull.state !== 'open') {
     await postNotice(input.octokit, notice, 'FrogNano did not act: the pull request is closed.');
