@@ -47,6 +47,7 @@ export type ErrorCode =
   | 'QUEUE_CONTENDED'
   | 'RETRYABLE_OUTCOME'
   | 'WORKER_LOST'
+  | 'FOLLOW_UP_UNAVAILABLE'
   // Run records and trajectories.
   | 'RECORD_KEY_INVALID'
   | 'RECORD_NOT_FOUND'
@@ -119,6 +120,7 @@ export interface ErrorDetails {
   QUEUE_CONTENDED: undefined;
   RETRYABLE_OUTCOME: undefined;
   WORKER_LOST: undefined;
+  FOLLOW_UP_UNAVAILABLE: undefined;
   RECORD_KEY_INVALID: undefined;
   RECORD_NOT_FOUND: undefined;
   RECORD_LOCK_TIMEOUT: undefined;

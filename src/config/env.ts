@@ -92,8 +92,16 @@ export interface AppEnv {
   trajectoryRetentionDays: number;
   /** The run record store (RECORD_* variables). */
   record: RecordStoreEnv;
-  /** BullMQ attempts per job: runs when a run ends in a temporary error; other outcomes are final. */
+  /**
+   * BullMQ `attempts` per job: the first try plus JOB_RETRIES retries (a run that ends in a
+   * temporary error runs again; other outcomes are final).
+   */
   jobAttempts: number;
+  /**
+   * Deprecation warnings about the variables read (e.g. JOB_ATTEMPTS instead of JOB_RETRIES); the
+   * command logs each once at start.
+   */
+  warnings: readonly string[];
   /** Wait before the first retry, ms (exponential backoff). */
   jobBackoffMs: number;
   /** Tries of a webhook delivery's GitHub side (permission, policy, status comment) in `serve`. */
@@ -540,12 +548,20 @@ export const ENV_SPECS = {
     { default: '30000', description: 'Time between two tries of pending records, milliseconds.' },
     int(100, 3_600_000),
   ),
+  JOB_RETRIES: spec(
+    'JOB_RETRIES',
+    {
+      default: '1',
+      description:
+        'Retries of a job after a run ends in a temporary error (GitHub 5xx, token exchange), after the first try; other outcomes are final.',
+    },
+    int(0, 9),
+  ),
   JOB_ATTEMPTS: spec(
     'JOB_ATTEMPTS',
     {
-      default: '2',
       description:
-        'Runs of a job when a run ends in a temporary error (GitHub 5xx, token exchange); other outcomes are final.',
+        'Deprecated: use JOB_RETRIES (= JOB_ATTEMPTS - 1). Still read when JOB_RETRIES is not set; a warning is logged at start.',
     },
     int(1, 10),
   ),
@@ -696,6 +712,7 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     );
   }
 
+  const warnings: string[] = [];
   const gheHost = p.GHE_HOST ?? null;
   const protocol = p.GHE_PROTOCOL ?? 'https';
   const githubWebUrl = gheHost ? `${protocol}://${gheHost}` : 'https://github.com';
@@ -752,7 +769,8 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     trajectoryDir: p.TRAJECTORY_DIR!,
     trajectoryRetentionDays: p.TRAJECTORY_RETENTION_DAYS!,
     record: recordEnvOf(p),
-    jobAttempts: p.JOB_ATTEMPTS!,
+    jobAttempts: jobAttemptsOf(env, p, warnings),
+    warnings: Object.freeze(warnings),
     jobBackoffMs: p.JOB_BACKOFF_MS!,
     intakeAttempts: p.INTAKE_ATTEMPTS!,
     intakeBackoffMs: p.INTAKE_BACKOFF_MS!,
@@ -762,6 +780,23 @@ export function loadEnv(env: NodeJS.ProcessEnv = process.env): AppEnv {
     cancelPollMs: p.CANCEL_POLL_MS!,
     shutdownTimeoutMs: p.SHUTDOWN_TIMEOUT_MS!,
   });
+}
+
+/**
+ * BullMQ attempts from JOB_RETRIES (retries after the first try), or from the deprecated
+ * JOB_ATTEMPTS (tries) when only it is set; a warning naming JOB_RETRIES goes into `warnings`.
+ */
+function jobAttemptsOf(env: NodeJS.ProcessEnv, p: Parsed, warnings: string[]): number {
+  const retriesGiven = (env.JOB_RETRIES?.trim() ?? '') !== '';
+  if (p.JOB_ATTEMPTS !== undefined) {
+    warnings.push(
+      retriesGiven
+        ? 'JOB_ATTEMPTS is deprecated and ignored because JOB_RETRIES is set; remove JOB_ATTEMPTS'
+        : `JOB_ATTEMPTS is deprecated: set JOB_RETRIES=${p.JOB_ATTEMPTS - 1} instead (retries after the first try)`,
+    );
+    if (!retriesGiven) return p.JOB_ATTEMPTS;
+  }
+  return p.JOB_RETRIES! + 1;
 }
 
 /**

@@ -230,11 +230,16 @@ export interface EffectivePolicy {
   maxTokensPerTurn: number;
   /**
    * Independent agent attempts per job (best-of-N, issue 6): each runs in its own sandbox, and the best
-   * verified one is published. Default 1. (Retries after an infrastructure error are `JOB_ATTEMPTS`.)
+   * verified one is published. Default 1. (Retries after an infrastructure error are `JOB_RETRIES`.)
    */
   attempts: number;
   /** Jobs of this repository running at once (see queue/concurrency-limiter.ts). */
   concurrencyPerRepo: number;
+  /**
+   * Follow-up rounds (reviewer feedback starts one, issue 11) per pull request the app opened;
+   * past it the app says so and queues nothing. Default 3.
+   */
+  maxFollowUps: number;
   sandbox: EffectiveSandbox;
   /** Teams (`org/slug`) whose members may trigger; empty = every sender with write access. */
   allowedTriggerTeams: string[];
@@ -286,6 +291,7 @@ export const BUILT_IN_DEFAULTS: Readonly<Omit<EffectivePolicy, 'repo' | 'clamps'
     maxTokensPerTurn: LEAF_PROTOCOL.limits.max_completion_tokens_per_turn,
     attempts: 1,
     concurrencyPerRepo: 1,
+    maxFollowUps: 3,
     sandbox: {
       image: null,
       resources: {

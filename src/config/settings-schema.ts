@@ -26,6 +26,7 @@ export const HARD_LIMITS = {
   maxTokensPerTurn: { min: 256, max: LIMITS.max_completion_tokens_per_turn },
   attempts: { min: 1, max: 5 },
   concurrencyPerRepo: { min: 1, max: 50 },
+  maxFollowUps: { min: 0, max: 20 },
 } as const;
 
 /** GitHub's closing keywords (https://docs.github.com/en/issues/tracking-your-work-with-issues/linking-a-pull-request-to-an-issue). */
@@ -188,6 +189,8 @@ export const adminOnlySettingsShape = {
   maxContextTokens: wholeNumber(HARD_LIMITS.maxContextTokens),
   maxTokensPerTurn: wholeNumber(HARD_LIMITS.maxTokensPerTurn),
   concurrencyPerRepo: wholeNumber(HARD_LIMITS.concurrencyPerRepo),
+  /** Follow-up rounds per pull request the app opened (reviewer feedback, issue 11); 0 = none. */
+  maxFollowUps: wholeNumber(HARD_LIMITS.maxFollowUps),
   sandbox: z
     .strictObject(sandboxShape, { error: 'must be a mapping with image, resources, runtimeClassName' })
     .optional(),

@@ -3,11 +3,14 @@ import { isAppError } from '../app-error.js';
 import { handleIssuesClosed } from './issues-closed.js';
 import { handleIssuesLabeled } from './issues-labeled.js';
 import { handleIssuesUnlabeled } from './issues-unlabeled.js';
+import { handlePullClosed, handlePullFeedback } from './pull-feedback.js';
 import type { WebhookDeps, WebhookInput, WebhookResult } from './webhook-deps.js';
 
 /**
  * The Probot application function of FrogNano bot: registers the `issues` handlers of this module
- * (labeled → queue, unlabeled/closed → cancel) and any `extraHandlers` (the pull request review
+ * (labeled → queue, unlabeled/closed → cancel), the reviewer feedback handlers of pull-feedback.ts
+ * (comment, review comment, `changes_requested` review → follow-up round; pull request closed →
+ * cancel) and any `extraHandlers` (the pull request review
  * handlers of the publish step).
  *
  * Errors: a handler error answers the webhook with 503 when it is retryable (Redis or GitHub
@@ -43,6 +46,13 @@ export function createFrognanoApp(
     app.on('issues.labeled', wrap('issues.labeled', handleIssuesLabeled));
     app.on('issues.unlabeled', wrap('issues.unlabeled', handleIssuesUnlabeled));
     app.on('issues.closed', wrap('issues.closed', handleIssuesClosed));
+    app.on('issue_comment.created', wrap('issue_comment.created', handlePullFeedback));
+    app.on(
+      'pull_request_review_comment.created',
+      wrap('pull_request_review_comment.created', handlePullFeedback),
+    );
+    app.on('pull_request_review.submitted', wrap('pull_request_review.submitted', handlePullFeedback));
+    app.on('pull_request.closed', wrap('pull_request.closed', handlePullClosed));
     for (const extra of extraHandlers) await extra(app, options);
   };
 }

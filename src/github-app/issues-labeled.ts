@@ -151,8 +151,8 @@ export async function handleIssuesLabeled(input: WebhookInput, deps: WebhookDeps
   return 'queued';
 }
 
-/** Post a short comment saying why nothing happened. */
-async function postNotice(octokit: GitHubRequester, ref: IssueRef, text: string): Promise<void> {
+/** Post a short comment (with {@link NOTICE_MARKER}) saying why nothing happened. */
+export async function postNotice(octokit: GitHubRequester, ref: IssueRef, text: string): Promise<void> {
   try {
     await octokit.request('POST /repos/{owner}/{repo}/issues/{issue_number}/comments', {
       owner: ref.owner,

@@ -32,6 +32,8 @@ export interface StartServerOptions {
   triggerLabel?: (repo: string) => string;
   /** BullMQ attempts per repository (admin policy); default: `env.jobAttempts`. */
   attemptsFor?: (repo: string) => number;
+  /** Admin policy `maxFollowUps` per repository; default: the built-in 3. */
+  maxFollowUpsFor?: (repo: string) => number;
   /** Builds the `/admin` router (express), given the queue and the app; absent: no `/admin`. */
   admin?: (deps: { queue: FrognanoQueue; probot: Probot }) => RequestHandler;
   /** More Probot handlers (pull request reviews → human review check run). */
@@ -127,6 +129,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       botLogin: () => botLogin.get(),
       checkTriggerAllowed: options.checkTriggerAllowed,
       attemptsFor: options.attemptsFor,
+      maxFollowUpsFor: options.maxFollowUpsFor,
       metrics,
       logger,
     },

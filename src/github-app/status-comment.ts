@@ -19,6 +19,18 @@ import { githubError, type GitHubRequester } from './github-client.js';
  */
 export const STATUS_MARKER = '<!-- frognano:status -->';
 
+/**
+ * The hidden marker of a pull request's status comment (follow-up rounds, issue 11): one per pull
+ * request the app opened, never confused with the issue's ({@link STATUS_MARKER}).
+ */
+export const FOLLOW_UP_STATUS_MARKER = '<!-- frognano:follow-up-status -->';
+
+/**
+ * What the comment is about: the issue (label runs) or the app's pull request (follow-up rounds).
+ * Decides the marker and how the comment says to cancel.
+ */
+export type StatusSubject = 'issue' | 'pull';
+
 /** Hard cap of a comment body on GitHub is 65 536 characters; stay well below it. */
 const MAX_BODY_CHARS = 60_000;
 const MAX_PATCH_CHARS = 40_000;
@@ -30,7 +42,7 @@ const MAX_DETAILS_CHARS = 8_000;
 export interface StatusCommentTarget {
   owner: string;
   repo: string;
-  /** Issue number. */
+  /** Issue number (a pull request's number for a follow-up's comment). */
   issue: number;
 }
 
@@ -69,6 +81,8 @@ export interface StatusCommentOptions {
   botLogin?: string;
   /** Job id shown in the footer (for admins and logs). */
   jobId?: string;
+  /** Default `issue`. */
+  subject?: StatusSubject;
   logger?: Logger;
 }
 
@@ -90,8 +104,14 @@ export function statusCommentReporter(
   return (octokit, data: JobData, { jobId, logger }) =>
     createStatusComment(
       octokit,
-      { owner: data.owner, repo: data.repo, issue: data.issueNumber },
-      { commentId: data.statusCommentId, botLogin: botLogin?.(), jobId, logger },
+      { owner: data.owner, repo: data.repo, issue: data.followUp?.pullNumber ?? data.issueNumber },
+      {
+        commentId: data.statusCommentId,
+        botLogin: botLogin?.(),
+        jobId,
+        subject: data.followUp ? 'pull' : 'issue',
+        logger,
+      },
     );
 }
 
@@ -109,9 +129,11 @@ export function createStatusComment(
   let commentId: number | null = options.commentId ?? null;
   let chain: Promise<unknown> = Promise.resolve();
   const { owner, repo, issue } = target;
+  const subject = options.subject ?? 'issue';
+  const marker = subject === 'pull' ? FOLLOW_UP_STATUS_MARKER : STATUS_MARKER;
 
   const isOurs = (c: z.infer<typeof commentSchema>) =>
-    (c.body ?? '').includes(STATUS_MARKER) &&
+    (c.body ?? '').includes(marker) &&
     (options.botLogin ? c.user?.login === options.botLogin : c.user?.type === 'Bot');
 
   async function find(): Promise<number | null> {
@@ -179,7 +201,7 @@ export function createStatusComment(
       return commentId;
     },
     update(state) {
-      const body = renderStatus(state, { jobId: options.jobId });
+      const body = renderStatus(state, { jobId: options.jobId, subject });
       const next = chain.then(
         () => write(body),
         () => write(body),
@@ -194,18 +216,34 @@ export function createStatusComment(
 // Rendering
 
 /**
- * The comment body for `state`, starting with {@link STATUS_MARKER}. Untrusted text (error
- * messages, test output, the patch) is escaped or fenced; `@mentions` in it are defused so the
- * comment never pings people named by model output or error text.
+ * The comment body for `state`, starting with {@link STATUS_MARKER} (with `subject: 'pull'`,
+ * {@link FOLLOW_UP_STATUS_MARKER}). Untrusted text (error messages, test output, the patch) is
+ * escaped or fenced; `@mentions` in it are defused so the comment never pings people named by
+ * model output or error text.
  */
-export function renderStatus(state: StatusState, context: { jobId?: string } = {}): string {
-  const lines = [STATUS_MARKER, `**🐸 FrogNano** — ${headline(state)}`, ''];
-  lines.push(...details(state));
+export function renderStatus(
+  state: StatusState,
+  context: { jobId?: string; subject?: StatusSubject } = {},
+): string {
+  const pull = context.subject === 'pull';
+  const lines = [pull ? FOLLOW_UP_STATUS_MARKER : STATUS_MARKER, `**🐸 FrogNano** — ${headline(state)}`, ''];
+  let shown = details(state);
+  if (pull) {
+    shown = shown.map((l) =>
+      l.replaceAll(ISSUE_CANCEL_HINT, PULL_CANCEL_HINT).replaceAll(ISSUE_RESTART_HINT, PULL_RESTART_HINT),
+    );
+  }
+  lines.push(...shown);
   if (context.jobId) lines.push('', `<sub>job \`${context.jobId.replace(/`/g, '')}\`</sub>`);
   let body = lines.join('\n').replace(/\n{3,}/g, '\n\n');
   if (body.length > MAX_BODY_CHARS) body = `${body.slice(0, MAX_BODY_CHARS)}\n\n…(cut to fit a comment)`;
   return body;
 }
+
+const ISSUE_CANCEL_HINT = 'Remove the label or close the issue to cancel.';
+const PULL_CANCEL_HINT = 'Comment `/frognano stop` or close the pull request to cancel.';
+const ISSUE_RESTART_HINT = 'Add the label again to start a new run.';
+const PULL_RESTART_HINT = 'Comment `/frognano` and what to change to start a new round.';
 
 function headline(state: StatusState): string {
   switch (state.phase) {
@@ -223,7 +261,7 @@ function headline(state: StatusState): string {
     case 'publishing':
       return 'pushing the branch and opening the pull request';
     case 'retrying':
-      return `hit a temporary problem; will try again (attempt ${state.attempt + 1} of ${state.maxAttempts})`;
+      return `hit a temporary problem; will try again (retry ${state.retry} of ${state.maxRetries})`;
     case 'not_queued':
       return 'could not be queued';
     case 'finished':
@@ -237,21 +275,21 @@ function details(state: StatusState): string[] {
       if (state.again) {
         return [
           `${untrusted(state.again)}; the job is back in the queue and starts over on the next free worker.`,
-          'Remove the label or close the issue to cancel.',
+          ISSUE_CANCEL_HINT,
         ];
       }
       return [
         state.triggeredBy ? `Started by @${state.triggeredBy}. ` : '',
-        'This comment is updated as the job goes on. Remove the label or close the issue to cancel.',
+        `This comment is updated as the job goes on. ${ISSUE_CANCEL_HINT}`,
       ];
     case 'preparing':
     case 'running':
     case 'publishing':
-      return ['Remove the label or close the issue to cancel.'];
+      return [ISSUE_CANCEL_HINT];
     case 'testing':
       return [
         state.command ? `Running \`${inlineCode(state.command)}\`.` : 'Running the tests.',
-        'Remove the label or close the issue to cancel.',
+        ISSUE_CANCEL_HINT,
       ];
     case 'retrying':
       return [`Reason: ${untrusted(state.reason)}`];
@@ -394,7 +432,7 @@ export function outcomeDetails(outcome: Outcome): string[] {
       out.push(
         `${outcome.by ? `@${outcome.by} cancelled the job` : 'The job was cancelled'}: ${untrusted(outcome.reason)}. Nothing was pushed.`,
         '',
-        'Add the label again to start a new run.',
+        ISSUE_RESTART_HINT,
       );
       break;
     case 'refused':

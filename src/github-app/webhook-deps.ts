@@ -31,6 +31,8 @@ export interface WebhookDeps {
   checkTriggerAllowed?: TriggerCheck;
   /** BullMQ `attempts` for a repository's jobs (admin policy); absent: the queue default. */
   attemptsFor?: (repo: string) => number;
+  /** Admin policy `maxFollowUps` of a repository (follow-up rounds per pull request); absent: 3. */
+  maxFollowUpsFor?: (repo: string) => number;
   metrics?: ServeMetrics;
   logger: Logger;
   now?: () => Date;
@@ -43,6 +45,7 @@ export type WebhookResult =
   | 'refused'
   | 'duplicate'
   | 'busy'
+  | 'feedback_added'
   | 'cancelled'
   | 'cancel_requested'
   | 'nothing_to_cancel';

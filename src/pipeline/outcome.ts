@@ -242,6 +242,7 @@ function classifyAppError(
     case 'QUEUE_CONTENDED':
     case 'RETRYABLE_OUTCOME':
     case 'WORKER_LOST':
+    case 'FOLLOW_UP_UNAVAILABLE':
     case 'RECORD_KEY_INVALID':
     case 'RECORD_NOT_FOUND':
     case 'RECORD_LOCK_TIMEOUT':

@@ -61,8 +61,12 @@ redis.call('SET', KEYS[2], ARGV[1], 'EX', tonumber(ARGV[2]))
 return {'acquired', ARGV[1]}
 `;
 
-// KEYS[1] key; ARGV[1] job id. Deletes the key when its value's job id is ARGV[1].
-const DELETE_IF_HOLDER = `
+/**
+ * Lua: compare-and-delete of a `"<job id> <ms>"` record. KEYS[1] the key; ARGV[1] the job id.
+ * Deletes the key when its value's job id is ARGV[1]; returns 1 when deleted. (Also used for the
+ * follow-up guard, queue/follow-ups.ts.)
+ */
+export const DELETE_IF_HOLDER = `
 local cur = redis.call('GET', KEYS[1])
 if cur and string.match(cur, '^(%S+)') == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -71,7 +75,8 @@ end
 return 0
 `;
 
-function parseHolder(value: string): GuardHolder {
+/** Read a `"<job id> <ms>"` guard or delivery record. */
+export function parseHolder(value: string): GuardHolder {
   const [jobId = '', ms = '0'] = value.split(' ');
   return { jobId, reservedAtMs: Number(ms) || 0 };
 }

@@ -29,6 +29,21 @@ export const jobDataSchema = z.object({
    * finds the comment by its marker.
    */
   statusCommentId: z.number().int().positive().optional(),
+  /**
+   * Set for a follow-up round on the draft pull request the app opened (issue 11). The reviewer
+   * feedback is not here: it waits in the pull request's pending list in Redis
+   * (`AppKeys.feedback` in queue-keys.ts) and the worker drains it when the round starts. With it,
+   * `statusCommentId` is the pull request's status comment.
+   */
+  followUp: z
+    .object({
+      pullNumber: z.number().int().positive(),
+      /** The pull request's head branch. */
+      headRef: z.string().min(1),
+      /** 1 for the first follow-up of the pull request, 2 for the next, … */
+      round: z.number().int().positive(),
+    })
+    .optional(),
 });
 
 /** Job data, version 1. */
@@ -41,6 +56,7 @@ export function parseJobData(data: unknown): JobData {
   return jobDataSchema.parse(data);
 }
 
-// The pipeline defines the job request it needs; queued job data must keep satisfying it.
+// The pipeline defines the job request it needs; queued job data must keep satisfying it (the
+// follow-up's feedback is added by the worker, from Redis).
 type JobDataIsJobRequest = JobData extends JobRequest ? true : never;
 const _jobDataIsJobRequest: JobDataIsJobRequest = true;

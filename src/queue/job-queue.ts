@@ -5,7 +5,17 @@ import type { Logger } from '../observability/logger.js';
 import { createCancelRequests, type CancelRequest, type CancelRequests } from './cancellation.js';
 import { createIssueGuard, type GuardHolder, type IssueGuard } from './issue-guard.js';
 import { jobDataSchema, parseJobData, type JobData } from './job-data.js';
-import { appKeys, issueKey, makeJobId, type AppKeys, type IssueRef } from './queue-keys.js';
+import { createFollowUpStore, type FollowUpStore } from './follow-ups.js';
+import type { FeedbackItem } from '../pipeline/feedback.js';
+import {
+  appKeys,
+  followUpGuardName,
+  issueKey,
+  makeJobId,
+  type AppKeys,
+  type IssueRef,
+  type PullRef,
+} from './queue-keys.js';
 
 /** BullMQ job name of every job of this app. */
 export const JOB_NAME = 'issue';
@@ -33,6 +43,15 @@ export type ReserveResult =
   | { status: 'duplicate_delivery'; jobId: string }
   /** Another job for the issue is waiting or active. */
   | { status: 'busy'; jobId: string; state: string };
+
+/** Result of {@link JobQueue.requestFollowUp}. */
+export type FollowUpRequestResult =
+  /** A new round `round` is reserved as job `jobId` (enqueue it); `position` as in {@link ReserveResult}. */
+  | { status: 'reserved'; jobId: string; round: number; position: number }
+  /** This webhook delivery was seen before: nothing was added. */
+  | { status: 'duplicate_delivery'; jobId: string }
+  /** A follow-up job of the pull request is waiting or running: it, or the round after it, takes the request. */
+  | { status: 'joined'; jobId: string; state: string };
 
 /** Result of {@link JobQueue.cancel}. */
 export type CancelResult =
@@ -69,6 +88,24 @@ export interface JobQueue {
   abandon(ref: IssueRef, jobId: string, deliveryId: string): Promise<void>;
   /** Cancel the issue's waiting or active job (see {@link CancelResult}). */
   cancel(ref: IssueRef, request: Omit<CancelRequest, 'at'>): Promise<CancelResult>;
+  /** Pending feedback and guard of follow-up rounds (issue 11). */
+  readonly followUps: FollowUpStore;
+  /**
+   * Add reviewer feedback (one request's items) for the pull request `pull` of `issue` and reserve a follow-up round when
+   * none is waiting or active (a stale reservation is taken over as in {@link reserve}).
+   *
+   * @throws AppError `QUEUE_UNAVAILABLE` (retryable) when Redis cannot be reached.
+   */
+  requestFollowUp(
+    pull: PullRef,
+    issue: IssueRef,
+    items: readonly FeedbackItem[],
+    deliveryId: string,
+  ): Promise<FollowUpRequestResult>;
+  /** The follow-up job holding `pull` and its BullMQ state (`queuing` while being enqueued), or null. */
+  followUpJob(pull: PullRef): Promise<{ jobId: string; state: string } | null>;
+  /** Cancel the pull request's waiting or active follow-up job and drop its pending feedback. */
+  cancelFollowUp(pull: PullRef, request: Omit<CancelRequest, 'at'>): Promise<CancelResult>;
   /** Job counts by state, for `/metrics`. */
   counts(): Promise<Record<string, number>>;
   /** Close the BullMQ queue (not the connection, which the caller owns). */
@@ -116,6 +153,7 @@ export function createJobQueue(options: {
   const keys = appKeys(prefix);
   const guard = createIssueGuard(redis, keys, now);
   const cancelRequests = createCancelRequests(redis, keys);
+  const followUps = createFollowUpStore(redis, keys, now);
   const queue: FrognanoQueue = new Queue<JobData, JobResult, typeof JOB_NAME>(queueName, {
     connection: redis,
     prefix,
@@ -128,6 +166,40 @@ export function createJobQueue(options: {
   const bounded = <T>(p: Promise<T>, what: string): Promise<T> => withTimeout(p, REDIS_TIMEOUT_MS, what);
 
   const isYoung = (h: GuardHolder) => now() - h.reservedAtMs < RESERVATION_GRACE_MS;
+
+  /** Cancel the job holding the guard `key` (an issue key or a follow-up guard name). */
+  async function cancelGuarded(key: string, request: Omit<CancelRequest, 'at'>): Promise<CancelResult> {
+    const holder = await bounded(guard.holder(key), 'read the issue guard');
+    if (!holder) return { status: 'none' };
+    const { jobId } = holder;
+    const job = await bounded(queue.getJob(jobId), 'read the job');
+    if (!job) {
+      if (!isYoung(holder)) {
+        await bounded(guard.release(key, jobId), 'release a stale guard');
+        return { status: 'none' };
+      }
+      // Being enqueued right now: the worker will find the request when it starts the job.
+      await bounded(cancelRequests.request(jobId, request), 'record the cancel request');
+      return { status: 'signalled', jobId };
+    }
+    const state = await bounded(job.getState(), 'read job state');
+    if (!LIVE_STATES.has(state)) {
+      await bounded(guard.release(key, jobId), 'release a stale guard');
+      return { status: 'none' };
+    }
+    // Record first: if the job becomes active between here and the removal, its worker sees it.
+    await bounded(cancelRequests.request(jobId, request), 'record the cancel request');
+    if (WAITING_STATES.has(state)) {
+      const removed = await bounded(queue.remove(jobId), 'remove the job');
+      if (removed === 1) {
+        await bounded(guard.release(key, jobId), 'release the issue');
+        await bounded(cancelRequests.clear(jobId), 'clear the cancel request');
+        const parsed = jobDataSchema.safeParse(job.data);
+        return { status: 'removed', jobId, data: parsed.success ? parsed.data : null };
+      }
+    }
+    return { status: 'signalled', jobId };
+  }
 
   return {
     queue,
@@ -184,38 +256,55 @@ export function createJobQueue(options: {
       }
     },
 
-    async cancel(ref, request) {
-      const key = issueKey(ref);
-      const holder = await bounded(guard.holder(key), 'read the issue guard');
-      if (!holder) return { status: 'none' };
-      const { jobId } = holder;
-      const job = await bounded(queue.getJob(jobId), 'read the job');
-      if (!job) {
-        if (!isYoung(holder)) {
-          await bounded(guard.release(key, jobId), 'release a stale guard');
-          return { status: 'none' };
+    cancel(ref, request) {
+      return cancelGuarded(issueKey(ref), request);
+    },
+
+    followUps,
+
+    async requestFollowUp(pull, issue, items, deliveryId) {
+      const added = await bounded(followUps.add(pull, issue, items, deliveryId), 'add the feedback');
+      if (added.result === 'duplicate') return { status: 'duplicate_delivery', jobId: added.holder.jobId };
+      let taken: { jobId: string; round: number } | null = added.result === 'acquired' ? added : null;
+      if (added.result === 'busy') {
+        const state = await bounded(queue.getJobState(added.holder.jobId), 'read job state');
+        if (LIVE_STATES.has(state) || (state === 'unknown' && isYoung(added.holder))) {
+          return {
+            status: 'joined',
+            jobId: added.holder.jobId,
+            state: state === 'unknown' ? 'queuing' : state,
+          };
         }
-        // Being enqueued right now: the worker will find the request when it starts the job.
-        await bounded(cancelRequests.request(jobId, request), 'record the cancel request');
-        return { status: 'signalled', jobId };
+        logger.info(
+          { pull: followUpGuardName(pull), staleJobId: added.holder.jobId, state },
+          'taking over a stale guard',
+        );
+        const next = await bounded(followUps.next(pull, added.holder.jobId), 'reserve the pull request');
+        if (next.result === 'busy') return { status: 'joined', jobId: next.holder.jobId, state: 'queuing' };
+        if (next.result === 'acquired') taken = next;
       }
-      const state = await bounded(job.getState(), 'read job state');
-      if (!LIVE_STATES.has(state)) {
-        await bounded(guard.release(key, jobId), 'release a stale guard');
-        return { status: 'none' };
-      }
-      // Record first: if the job becomes active between here and the removal, its worker sees it.
-      await bounded(cancelRequests.request(jobId, request), 'record the cancel request');
-      if (WAITING_STATES.has(state)) {
-        const removed = await bounded(queue.remove(jobId), 'remove the job');
-        if (removed === 1) {
-          await bounded(guard.release(key, jobId), 'release the issue');
-          await bounded(cancelRequests.clear(jobId), 'clear the cancel request');
-          const parsed = jobDataSchema.safeParse(job.data);
-          return { status: 'removed', jobId, data: parsed.success ? parsed.data : null };
-        }
-      }
-      return { status: 'signalled', jobId };
+      if (!taken)
+        throw new AppError('QUEUE_CONTENDED', 'the pending feedback vanished while reserving', {
+          retryable: true,
+        });
+      const counts = await bounded(queue.getJobCounts('wait', 'prioritized'), 'count waiting jobs');
+      const ahead = Object.values(counts).reduce((a, b) => a + b, 0);
+      return { status: 'reserved', jobId: taken.jobId, round: taken.round, position: ahead + 1 };
+    },
+
+    async followUpJob(pull) {
+      const holder = await bounded(followUps.holder(pull), 'read the pull request guard');
+      if (!holder) return null;
+      const state = await bounded(queue.getJobState(holder.jobId), 'read job state');
+      if (LIVE_STATES.has(state)) return { jobId: holder.jobId, state };
+      return state === 'unknown' && isYoung(holder) ? { jobId: holder.jobId, state: 'queuing' } : null;
+    },
+
+    async cancelFollowUp(pull, request) {
+      const result = await cancelGuarded(followUpGuardName(pull), request);
+      await bounded(followUps.clearPending(pull), 'drop the pending feedback');
+      if (result.status === 'removed') await bounded(followUps.forgetRound(result.jobId), 'drop the round');
+      return result;
     },
 
     async counts() {

@@ -24,8 +24,11 @@ export type JobReport =
   | { phase: 'testing'; command?: string | null }
   /** Pushing the branch and opening the pull request. */
   | { phase: 'publishing' }
-  /** An infrastructure error; the queue runs the job again. */
-  | { phase: 'retrying'; attempt: number; maxAttempts: number; reason: string }
+  /**
+   * An infrastructure error; the queue runs the job again: retry `retry` (1 = the first re-run after
+   * the first try) of `maxRetries` (JOB_RETRIES or the admin policy).
+   */
+  | { phase: 'retrying'; retry: number; maxRetries: number; reason: string }
   /** The job ended. */
   | { phase: 'finished'; outcome: Outcome };
 

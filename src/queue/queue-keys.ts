@@ -33,6 +33,38 @@ export function makeJobId(ref: IssueRef, deliveryId: string): string {
   return `${clean(ref.owner.toLowerCase())}.${clean(ref.repo.toLowerCase())}.${ref.issueNumber}.${clean(deliveryId)}`;
 }
 
+/** A pull request of a repository (a pull request is an issue in the Issues API: same numbers). */
+export interface PullRef {
+  owner: string;
+  repo: string;
+  pullNumber: number;
+}
+
+/** Stable, case-folded text key of a pull request: `owner/repo#n` in lower case. */
+export function pullKey(ref: PullRef): string {
+  return issueKey({ owner: ref.owner, repo: ref.repo, issueNumber: ref.pullNumber });
+}
+
+/**
+ * The guard name of a pull request's follow-up jobs, given to the per-issue guard
+ * (`queue/issue-guard.ts`) so that at most one follow-up job per pull request is waiting or
+ * active: `pr:owner/repo#n`, never equal to an issue's key.
+ */
+export function followUpGuardName(ref: PullRef): string {
+  return `pr:${pullKey(ref)}`;
+}
+
+/**
+ * The BullMQ job id of follow-up round `round` of `ref`: `<owner>.<repo>.pr<n>.r<round>.<random>`,
+ * case-folded and cleaned like {@link makeJobId}. Not derived from a delivery: a round is made by
+ * whichever event or finished round comes first; the random part (8 hex digits) keeps a round
+ * re-made after a cancel distinct from the cancelled one.
+ */
+export function makeFollowUpJobId(ref: PullRef, round: number, random: string): string {
+  const clean = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
+  return `${clean(ref.owner.toLowerCase())}.${clean(ref.repo.toLowerCase())}.pr${ref.pullNumber}.r${round}.${clean(random)}`;
+}
+
 /** The Redis keys and channel of one deployment (one queue prefix). */
 export interface AppKeys {
   /** Per-issue guard: `issue key → "<job id> <reserved at ms>"` while a job is waiting or active. */
@@ -43,6 +75,17 @@ export interface AppKeys {
   cancel(jobId: string): string;
   /** Pub/sub channel where cancel requests are announced (message: the job id). */
   readonly cancelChannel: string;
+  /** Pending reviewer feedback of a pull request ({@link pullKey}): a list of JSON `FeedbackItem`s. */
+  feedback(pull: string): string;
+  /**
+   * The feedback a follow-up job drained (list of JSON `FeedbackItem`s), kept until the job ends
+   * so that a retry or a job handed back at shutdown runs with the same feedback.
+   */
+  roundFeedback(jobId: string): string;
+  /** Follow-up rounds queued for a pull request ({@link pullKey}), a counter (admin cap `maxFollowUps`). */
+  followUpRounds(pull: string): string;
+  /** Pull requests ({@link pullKey}) with follow-up work for an issue ({@link issueKey}): a set. */
+  issuePulls(issue: string): string;
 }
 
 /** Keys under `prefix` (QUEUE_PREFIX). */
@@ -53,5 +96,9 @@ export function appKeys(prefix: string): AppKeys {
     delivery: (id) => `${base}:delivery:${id}`,
     cancel: (jobId) => `${base}:cancel:${jobId}`,
     cancelChannel: `${base}:cancel-requests`,
+    feedback: (pull) => `${base}:feedback:${pull}`,
+    roundFeedback: (jobId) => `${base}:round-feedback:${jobId}`,
+    followUpRounds: (pull) => `${base}:follow-up-rounds:${pull}`,
+    issuePulls: (issue) => `${base}:issue-pulls:${issue}`,
   };
 }

@@ -1,10 +1,12 @@
-import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { AppError } from '../app-error.js';
 import { createJobLogger, type Logger } from '../observability/logger.js';
 import type { JobFacts, WorkerMetrics } from '../observability/metrics.js';
-import { classifyQueueFailure, type Outcome } from '../pipeline/outcome.js';
+import { parseFeedbackItems, type FeedbackItem } from '../pipeline/feedback.js';
+import type { FollowUpRequest, JobRequest } from '../pipeline/job-request.js';
+import { classifyError, classifyQueueFailure, type Outcome } from '../pipeline/outcome.js';
 import type { JobProgress } from '../pipeline/run-job.js';
 import {
   createCancelRequests,
@@ -13,11 +15,12 @@ import {
   type CancelWatcher,
 } from './cancellation.js';
 import type { ConcurrencyLimiter } from './concurrency-limiter.js';
+import { createFollowUpStore } from './follow-ups.js';
 import { createIssueGuard } from './issue-guard.js';
 import { jobDataSchema, type JobData } from './job-data.js';
 import type { JobReport, JobReporter, JobReporterFactory } from './job-reporter.js';
 import { JOB_NAME, type JobResult } from './job-queue.js';
-import { appKeys, issueKey } from './queue-keys.js';
+import { appKeys, issueKey, type PullRef } from './queue-keys.js';
 
 /**
  * Progress reported by the pipeline while a job runs (`runJob`'s `progress` callback), shown in the
@@ -54,6 +57,26 @@ export interface JobRunContext<Client = unknown> {
  */
 export type JobRunner<Client = unknown> = (data: JobData, ctx: JobRunContext<Client>) => Promise<Outcome>;
 
+/**
+ * Runs one follow-up round (issue 11): `request.followUp` carries the pull request and the reviewer
+ * feedback drained for this round. Same contract as {@link JobRunner}. `bin` wires the pipeline's
+ * follow-up run; the default is {@link refuseFollowUp}.
+ */
+export type FollowUpRunner<Client = unknown> = (
+  request: JobRequest & { followUp: FollowUpRequest & { feedback: FeedbackItem[] } },
+  ctx: JobRunContext<Client>,
+) => Promise<Outcome>;
+
+/**
+ * The follow-up runner until the pipeline has one: every round ends `failed` with code
+ * `FOLLOW_UP_UNAVAILABLE` ("follow-up runs are not available yet"), not retried. Its feedback is
+ * put back (the agent never started), so it is not lost.
+ */
+export const refuseFollowUp: FollowUpRunner = () =>
+  Promise.resolve(
+    classifyError(new AppError('FOLLOW_UP_UNAVAILABLE', 'follow-up runs are not available yet')),
+  );
+
 /** Per-repository concurrency, through the policy module's limiter. */
 export interface RepoConcurrency {
   limiter: ConcurrencyLimiter;
@@ -89,6 +112,8 @@ export interface JobWorkerOptions<Client = unknown> {
   /** The client for an installation (in `bin`: installation-authenticated, token kept in memory). */
   getClient: (installationId: number) => Promise<Client>;
   run: JobRunner<Client>;
+  /** Runs follow-up rounds (job data with `followUp`); default {@link refuseFollowUp}. */
+  runFollowUp?: FollowUpRunner<Client>;
   /** Where each job's reports go (in `bin`: the issue's status comment). */
   reporterFor: JobReporterFactory<Client>;
   concurrencyLimit?: RepoConcurrency;
@@ -132,6 +157,11 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
   const keys = appKeys(prefix);
   const guard = createIssueGuard(redis, keys);
   const cancelRequests = createCancelRequests(redis, keys);
+  const followUps = createFollowUpStore(redis, keys);
+  // Next follow-up rounds are added by the worker that ends the previous one.
+  const nextRounds = new Queue<JobData, JobResult, typeof JOB_NAME>(queueName, { connection: redis, prefix });
+  nextRounds.on('error', (err) => logger.warn({ err }, 'follow-up queue error'));
+  const runFollowUp = options.runFollowUp ?? (refuseFollowUp as FollowUpRunner<Client>);
   const watcher: CancelWatcher = await createCancelWatcher({
     subscriber: options.subscriber,
     requests: cancelRequests,
@@ -185,6 +215,8 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
     });
 
     let slotHeld = false;
+    /** A stage after `preparing` was reported: the agent ran (a failed round keeps no feedback then). */
+    let agentStarted = false;
     let stopKeepAlive: (() => void) | undefined;
     try {
       const early = await cancelRequests.get(jobId);
@@ -223,15 +255,22 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
         outcome = { kind: 'cancelled', by: req.by, reason: `${req.reason} before the job started` };
       } else {
         await show({ phase: 'preparing' });
-        const progress = createProgressReporter(job, show, progressIntervalMs, log, 'preparing');
-        outcome = await options.run(data, {
+        const report = createProgressReporter(job, show, progressIntervalMs, log, 'preparing');
+        const progress = (p: JobProgress) => {
+          if (p.stage !== 'preparing') agentStarted = true;
+          return report(p);
+        };
+        const ctx = {
           jobId,
           attempt: job.attemptsMade + 1,
           signal: controller.signal,
           logger: log,
           progress,
           client,
-        });
+        };
+        outcome = data.followUp
+          ? await runFollowUp({ ...data, followUp: await drainRound(data, data.followUp, jobId, log) }, ctx)
+          : await options.run(data, ctx);
       }
 
       if (shutdownAbort && cancelRequest === null && outcome.kind === 'cancelled') {
@@ -251,8 +290,8 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
       if (isRetryableOutcome(outcome) && job.attemptsMade + 1 < attempts) {
         await show({
           phase: 'retrying',
-          attempt: job.attemptsMade + 1,
-          maxAttempts: attempts,
+          retry: job.attemptsMade + 1,
+          maxRetries: attempts - 1,
           reason: outcomeReason(outcome),
         });
         throw new AppError('RETRYABLE_OUTCOME', `${outcome.kind}: ${outcomeReason(outcome)}`, {
@@ -263,6 +302,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
       metrics?.recordJob(jobFacts(outcome, Date.now() - started));
       await writeFinal(status, outcome, log);
       await finishIssue(data, jobId);
+      await finishRound(job, data, { outcome, agentStarted, client, log });
       log.info({ outcome: outcome.kind, elapsedMs: Date.now() - started }, 'job finished');
       return toJobResult(outcome);
     } finally {
@@ -274,15 +314,90 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
     }
   };
 
-  /** Release the per-issue guard and the cancel request of a job that ended for good. */
+  /**
+   * Release the per-issue guard and the cancel request of a job that ended for good. (A follow-up
+   * job holds its pull request's guard instead: {@link finishRound} releases it.)
+   */
   async function finishIssue(data: JobData, jobId: string): Promise<void> {
+    await cancelRequests.clear(jobId).catch(() => undefined);
+    if (data.followUp) return;
     const key = issueKey({ owner: data.owner, repo: data.repo, issueNumber: data.issueNumber });
     await guard
       .release(key, jobId)
       .catch((err: unknown) =>
         logger.warn({ err, jobId }, 'could not release the issue guard (it will be taken over)'),
       );
-    await cancelRequests.clear(jobId).catch(() => undefined);
+  }
+
+  /** Move the pull request's pending feedback into this round and parse it (see follow-ups.ts). */
+  async function drainRound(
+    data: JobData,
+    followUp: NonNullable<JobData['followUp']>,
+    jobId: string,
+    log: Logger,
+  ): Promise<FollowUpRequest & { feedback: FeedbackItem[] }> {
+    const stored = await followUps.drain(pullOf(data, followUp), jobId);
+    const { items, invalid } = parseFeedbackItems(stored);
+    if (invalid > 0) log.warn({ invalid }, 'dropped malformed feedback items');
+    log.info({ round: followUp.round, feedback: items.length }, 'follow-up round starts');
+    return { ...followUp, feedback: items };
+  }
+
+  /**
+   * A follow-up round ended for good: keep or forget its feedback, release the pull request's
+   * guard, THEN start the next round if feedback is pending (follow-ups.ts: this order leaves
+   * exactly one job for pending feedback whatever the interleaving).
+   *
+   * A round that failed before the agent started (sandbox, policy, no runner) puts its feedback
+   * back at the head of the pending list and starts no next round (it would fail the same way):
+   * the next request, or `/frognano` again, runs it. Any other end forgets the round's feedback.
+   */
+  async function finishRound(
+    job: Job<JobData, JobResult, typeof JOB_NAME>,
+    data: JobData,
+    end: { outcome: Outcome; agentStarted: boolean; client: Client; log: Logger },
+  ): Promise<void> {
+    if (!data.followUp) return;
+    const jobId = job.id ?? '';
+    const pull = pullOf(data, data.followUp);
+    const { log } = end;
+    try {
+      const keep = isFailure(end.outcome) && !end.agentStarted;
+      if (keep)
+        log.info(
+          { restored: await followUps.restore(pull, jobId) },
+          'round failed before the agent ran; feedback kept',
+        );
+      else await followUps.forgetRound(jobId);
+      await followUps.release(pull, jobId);
+      if (keep) return;
+      const next = await followUps.next(pull);
+      if (next.result !== 'acquired') return;
+      const nextData: JobData = {
+        ...data,
+        followUp: { ...data.followUp, round: next.round },
+        enqueuedAt: new Date().toISOString(),
+      };
+      try {
+        await nextRounds.add(JOB_NAME, nextData, { jobId: next.jobId, attempts: job.opts.attempts ?? 1 });
+      } catch (err) {
+        await followUps.release(pull, next.jobId).catch(() => undefined);
+        throw err;
+      }
+      log.info(
+        { nextJobId: next.jobId, round: next.round },
+        'feedback arrived during the round; next round queued',
+      );
+      await options
+        .reporterFor(end.client, nextData, { jobId: next.jobId, logger: log })
+        .update({ phase: 'queued', position: null })
+        .catch((err: unknown) => log.warn({ err }, 'status comment update failed'));
+    } catch (err) {
+      log.error(
+        { err },
+        'could not finish the follow-up round (pending feedback waits for the next request)',
+      );
+    }
   }
 
   const worker = new Worker<JobData, JobResult, typeof JOB_NAME>(queueName, processor, {
@@ -338,10 +453,17 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
         const client = await options.getClient(data.installationId);
         const status = options.reporterFor(client, data, { jobId, logger: log });
         await writeFinal(status, outcome, log);
+        await finishIssue(data, jobId);
+        await finishRound(job, data, {
+          outcome,
+          agentStarted: progressStage(job) !== 'preparing',
+          client,
+          log,
+        });
       } catch (e) {
         log.error({ err: e }, 'could not write the failure into the status comment');
+        await finishIssue(data, jobId);
       }
-      await finishIssue(data, jobId);
     } catch (e) {
       logger.error({ jobId, err: e }, 'failed-job handling failed');
     }
@@ -369,6 +491,7 @@ export async function createJobWorker<Client>(options: JobWorkerOptions<Client>)
           }
         }
         await watcher.close();
+        await nextRounds.close().catch(() => undefined);
       })();
       return closing;
     },
@@ -419,6 +542,22 @@ function createProgressReporter(
     void show(state);
     return Promise.resolve();
   };
+}
+
+/** The pull request of a follow-up job. */
+function pullOf(data: JobData, followUp: NonNullable<JobData['followUp']>): PullRef {
+  return { owner: data.owner, repo: data.repo, pullNumber: followUp.pullNumber };
+}
+
+/** Outcomes that are neither a result for the reviewers nor a cancel. */
+function isFailure(outcome: Outcome): boolean {
+  return !['pr_opened', 'no_change', 'tests_failing', 'cancelled'].includes(outcome.kind);
+}
+
+/** The last stage a job reported (its BullMQ progress), `preparing` when none. */
+function progressStage(job: Job): string {
+  const p = job.progress as { stage?: unknown } | number | undefined;
+  return typeof p === 'object' && typeof p.stage === 'string' ? p.stage : 'preparing';
 }
 
 /** Outcomes worth another run of the whole job: transient GitHub errors and retryable failures. */

@@ -35,6 +35,7 @@ export async function runService(
   }
   const env = loadEnv();
   const logger = createLogger({ level: env.logLevel, format: env.logFormat });
+  for (const warning of env.warnings) logger.warn(warning);
   // Listened for from the start: a SIGTERM while start-up waits (Redis unreachable) still stops it.
   const signalled = waitForSignal(['SIGTERM', 'SIGINT']);
   const service = await Promise.race([start(env, logger), signalled.then(() => null)]);

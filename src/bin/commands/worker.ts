@@ -23,7 +23,7 @@ import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import type { JobRequest } from '../../pipeline/job-request.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
-import { createJobWorker, type JobRunner, type JobWorker } from '../../queue/worker.js';
+import { createJobWorker, type FollowUpRunner, type JobRunner, type JobWorker } from '../../queue/worker.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
 import { runService } from './run-service.js';
 
@@ -52,6 +52,11 @@ export interface StartWorkerOptions {
   logger: Logger;
   /** Replace the whole pipeline (queue tests). Default: `runJob` with dependencies from `env`. */
   run?: JobRunner<InstallationOctokit>;
+  /**
+   * Runs follow-up rounds (reviewer feedback on the app's pull requests, issue 11). Default: the
+   * queue's refusal ("follow-up runs are not available yet") until the pipeline has a follow-up run.
+   */
+  runFollowUp?: FollowUpRunner<InstallationOctokit>;
   /** Sandbox driver; default from SANDBOX_DRIVER (local: bubblewrap; kubernetes: pods). */
   sandboxFactory?: SandboxFactory;
   /** Model client; default the SGLang client for MODEL_URL / MODEL_NAME. */
@@ -215,6 +220,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       shutdownTimeoutMs: env.shutdownTimeoutMs,
       getClient: (id) => clients.get(id),
       run,
+      ...(options.runFollowUp ? { runFollowUp: options.runFollowUp } : {}),
       reporterFor: statusCommentReporter(() => botLogin.get()),
       concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
       progressIntervalMs: options.progressIntervalMs,

@@ -134,6 +134,21 @@ export interface ReviewRecord {
   submittedAt: string;
 }
 
+/** An inline comment of a review (on the diff). */
+export interface ReviewCommentRecord {
+  id: number;
+  repoKey: string;
+  pullNumber: number;
+  reviewId: number;
+  user: string;
+  body: string;
+  path: string;
+  line: number;
+  startLine: number | null;
+  diffHunk: string;
+  createdAt: string;
+}
+
 export interface CheckRunRecord {
   id: number;
   repoKey: string;
@@ -215,6 +230,7 @@ export interface GheStore {
   issues: Map<string, IssueRecord>;
   comments: Map<number, CommentRecord>;
   reviews: ReviewRecord[];
+  reviewComments: ReviewCommentRecord[];
   checkRuns: Map<number, CheckRunRecord>;
   /** `${org}/${team}` lower case → member logins (lower case). */
   teams: Map<string, Set<string>>;
@@ -303,6 +319,7 @@ export function createGheStore(): GheStore {
     issues: new Map(),
     comments: new Map(),
     reviews: [],
+    reviewComments: [],
     checkRuns: new Map(),
     teams: new Map(),
     checkSuites: new Map(),

@@ -316,6 +316,24 @@ export interface GheStandin {
   }): Promise<JsonObject>;
   /** `pull_request` opened / synchronize / reopened payload of the pull request as it is (state unchanged). */
   makePullRequestPayload(args: PullRequestEventArgs): JsonObject;
+  /**
+   * Add an inline comment to review `reviewId` (listed by
+   * `GET …/pulls/{n}/reviews/{id}/comments`); returns its id.
+   */
+  addReviewComment(
+    owner: string,
+    repo: string,
+    pullNumber: number,
+    comment: {
+      reviewId: number;
+      user: string;
+      body: string;
+      path: string;
+      line: number;
+      startLine?: number;
+      diffHunk: string;
+    },
+  ): number;
   /** Add the label to the issue (as a person would) and return the `issues.labeled` payload. */
   labelIssue(args: IssueLabelEventArgs): JsonObject;
   /** Remove the label from the issue and return the `issues.unlabeled` payload. */
@@ -697,6 +715,26 @@ export async function startGheStandin(options: GheStandinOptions = {}): Promise<
       const repo = mustRepo(owner, name);
       const record = addComment(fullCtx, repo, mustIssue(repo, issueNumber), comment.user, comment.body);
       return o.comment(repo, record) as unknown as IssueComment;
+    },
+
+    addReviewComment(owner, name, pullNumber, c) {
+      const repo = mustRepo(owner, name);
+      mustIssue(repo, pullNumber);
+      const id = store.nextId();
+      store.reviewComments.push({
+        id,
+        repoKey: repoKey(owner, name),
+        pullNumber,
+        reviewId: c.reviewId,
+        user: c.user,
+        body: c.body,
+        path: c.path,
+        line: c.line,
+        startLine: c.startLine ?? null,
+        diffHunk: c.diffHunk,
+        createdAt: isoNow(),
+      });
+      return id;
     },
 
     submitReview(args) {

@@ -254,4 +254,31 @@ export function registerPullRoutes(router: Router, ctx: StandinContext): void {
       })),
     );
   });
+
+  router.get('/repos/:owner/:repo/pulls/:number/reviews/:reviewId/comments', (req, res) => {
+    const found = findPull(req, res);
+    if (!found) return;
+    const reviewId = Number(req.params.reviewId);
+    if (!ctx.store.reviews.some((r) => r.id === reviewId && r.repoKey === found.issue.repoKey)) {
+      sendError(ctx, res, 404, 'Not Found');
+      return;
+    }
+    const comments = ctx.store.reviewComments
+      .filter((c) => c.reviewId === reviewId && c.pullNumber === found.issue.number)
+      .map((c) => ({
+        id: c.id,
+        pull_request_review_id: c.reviewId,
+        user: ctx.objects.user(c.user),
+        body: c.body,
+        path: c.path,
+        line: c.line,
+        start_line: c.startLine,
+        side: 'RIGHT',
+        diff_hunk: c.diffHunk,
+        created_at: c.createdAt,
+        updated_at: c.createdAt,
+        html_url: `${ctx.url}/${found.repo.owner}/${found.repo.name}/pull/${c.pullNumber}#discussion_r${c.id}`,
+      }));
+    sendPage(ctx, req, res, comments);
+  });
 }

@@ -286,7 +286,7 @@ describe('worker', () => {
     );
     expect(attempts).toEqual([1, 2]);
     const bodies = ghe.state.commentBodies(statusComment(n).id);
-    expect(bodies.some((b) => b.includes('will try again (attempt 2 of 2)'))).toBe(true);
+    expect(bodies.some((b) => b.includes('will try again (retry 1 of 1)'))).toBe(true);
   });
 
   it('fails a job with invalid data without retrying it', async () => {

@@ -216,3 +216,22 @@ describe('ENV_DOCS', () => {
     expect(table).toContain('| `APP_ID` | yes |');
   });
 });
+
+describe('JOB_RETRIES (retries are retries)', () => {
+  it('counts retries after the first try; the default is one retry', () => {
+    expect(loadEnv(minimal)).toMatchObject({ jobAttempts: 2, warnings: [] });
+    expect(loadEnv({ ...minimal, JOB_RETRIES: '0' }).jobAttempts).toBe(1);
+    expect(loadEnv({ ...minimal, JOB_RETRIES: '4' }).jobAttempts).toBe(5);
+  });
+
+  it('still reads the old JOB_ATTEMPTS, with a warning naming JOB_RETRIES', () => {
+    const env = loadEnv({ ...minimal, JOB_ATTEMPTS: '3' });
+    expect(env.jobAttempts).toBe(3);
+    expect(env.warnings).toEqual([
+      'JOB_ATTEMPTS is deprecated: set JOB_RETRIES=2 instead (retries after the first try)',
+    ]);
+    const both = loadEnv({ ...minimal, JOB_ATTEMPTS: '3', JOB_RETRIES: '0' });
+    expect(both.jobAttempts).toBe(1);
+    expect(both.warnings[0]).toContain('ignored because JOB_RETRIES is set');
+  });
+});

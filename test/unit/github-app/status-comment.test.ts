@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   capStopLine,
   describePolicySource,
+  FOLLOW_UP_STATUS_MARKER,
   renderStatus,
   STATUS_MARKER,
   untrusted,
@@ -165,5 +166,24 @@ describe('renderStatus', () => {
       outcome: { kind: 'failed', code: 'INTERNAL', message: 'ping @admin', retryable: false },
     });
     expect(body).not.toContain('@admin');
+  });
+});
+
+describe('retries and the pull request comment', () => {
+  it('calls a BullMQ re-run a retry, counted among the retries', () => {
+    const body = renderStatus({ phase: 'retrying', retry: 1, maxRetries: 2, reason: 'HTTP 502' });
+    expect(body).toContain('will try again (retry 1 of 2)');
+    expect(body).not.toContain('attempt');
+  });
+
+  it('gives a pull request its own marker and says how to cancel there', () => {
+    const body = renderStatus({ phase: 'running', step: 2, maxSteps: 5 }, { subject: 'pull' });
+    expect(body.startsWith(FOLLOW_UP_STATUS_MARKER)).toBe(true);
+    expect(body).not.toContain(STATUS_MARKER);
+    expect(body).toContain('running (step 2 of 5)');
+    expect(body).toContain('Comment `/frognano stop` or close the pull request to cancel.');
+    expect(renderStatus({ phase: 'running', step: 2, maxSteps: 5 })).toContain(
+      'Remove the label or close the issue to cancel.',
+    );
   });
 });
