@@ -1,4 +1,5 @@
 import type { EffectivePolicy } from '../config/policy.js';
+import type { TrajectoryStep } from '../leaf/trajectory.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { Logger } from '../observability/logger.js';
 import { createTrajectoryStore, type TrajectoryStore } from '../observability/trajectory-store.js';
@@ -95,6 +96,10 @@ export interface JobContext {
   now: () => Date;
   /** Keep the job's workspace (with the chosen patch staged) instead of removing it; `run --keep`. */
   keepWorkspace?: boolean;
+  /** Run no tests (`run --test-command none`). */
+  skipTests?: boolean;
+  /** Called after every agent step of every candidate (`run`'s progress lines); errors are not caught. */
+  onAgentStep?: (step: TrajectoryStep, candidate: number) => void;
 }
 
 /** What a caller gives {@link createJobContext}; the rest is derived. */
@@ -114,6 +119,8 @@ export interface JobContextInput {
   onFacts?: (facts: Partial<RunFacts>) => void;
   now?: () => Date;
   keepWorkspace?: boolean;
+  skipTests?: boolean;
+  onAgentStep?: (step: TrajectoryStep, candidate: number) => void;
 }
 
 /** Candidates run at once when {@link JobContextInput.maxParallelCandidates} is not given. */
@@ -144,6 +151,8 @@ export function createJobContext(input: JobContextInput): JobContext {
     onFacts: input.onFacts ?? (() => undefined),
     now: input.now ?? (() => new Date()),
     ...(input.keepWorkspace ? { keepWorkspace: true } : {}),
+    ...(input.skipTests ? { skipTests: true } : {}),
+    ...(input.onAgentStep ? { onAgentStep: input.onAgentStep } : {}),
   };
 }
 

@@ -20,6 +20,19 @@ export type Outcome =
     }
   | { kind: 'no_change'; summary: RunSummary }
   | {
+      /**
+       * The change passed every check and its tests and was written to a folder (`frognano-bot run`)
+       * instead of a pull request.
+       */
+      kind: 'patch_ready';
+      patch: string;
+      /** The output folder (`patch.diff`, `trajectory.json`, `summary.json`). */
+      folder: string;
+      /** The test-tampering check flagged the change: it modifies tests in a way a person must judge. */
+      flagged: boolean;
+      summary: RunSummary;
+    }
+  | {
       kind: 'tests_failing';
       /** The patch (`git diff`), shown collapsed in the comment when no pull request was opened. */
       patch: string;

@@ -33,6 +33,8 @@ export interface VerifyPatchOptions {
   sandboxSettings?: SandboxSettings;
   /** Test command from the configuration; `null` = detect. */
   testCommand: string | null;
+  /** Run no tests (`run --test-command none`): both sides count as "no test command". */
+  skipTests?: boolean;
   setupCommand: string | null;
   /** Wall-clock limit of the test command, in milliseconds. */
   testTimeoutMs?: number;
@@ -124,18 +126,20 @@ export async function verifyPatch(options: VerifyPatchOptions): Promise<RefusedP
     };
   }
 
-  const test = (sandboxName: string) =>
-    runTests({
-      sandboxFactory: options.sandboxFactory,
-      sandboxId: `${options.jobId}-${sandboxName}`,
-      sandboxSettings: options.sandboxSettings,
-      tree: () => archiveTrackedFiles(dir, { signal }),
-      testCommand: options.testCommand,
-      setupCommand: options.setupCommand,
-      timeoutMs: options.testTimeoutMs,
-      signal,
-      logger,
-    });
+  const test = async (sandboxName: string): Promise<TestRun | null> =>
+    options.skipTests
+      ? null
+      : runTests({
+          sandboxFactory: options.sandboxFactory,
+          sandboxId: `${options.jobId}-${sandboxName}`,
+          sandboxSettings: options.sandboxSettings,
+          tree: () => archiveTrackedFiles(dir, { signal }),
+          testCommand: options.testCommand,
+          setupCommand: options.setupCommand,
+          timeoutMs: options.testTimeoutMs,
+          signal,
+          logger,
+        });
 
   if (options.base.run === undefined) {
     // The base tree is the clone without the patch: step back, test, and apply again.

@@ -90,7 +90,10 @@ async function runCandidate(
       signal: ctx.signal,
       logger: names.logger,
       trajectoryPath: ctx.store.trajectoryPath(ctx.jobId, names.trajectoryName),
-      onStep: (step) => onStep(step.index),
+      onStep: async (step) => {
+        ctx.onAgentStep?.(step, names.candidate);
+        await onStep(step.index);
+      },
     });
   } finally {
     await ctx.sandboxes.destroy(sandbox);

@@ -33,6 +33,7 @@ export async function verifyCandidates(
         sandboxFactory: ctx.sandboxes.factory,
         sandboxSettings: sandboxSettingsOf(job.policy),
         testCommand: job.policy.testCommand,
+        skipTests: ctx.skipTests,
         setupCommand: job.policy.setupCommand,
         testTimeoutMs: ctx.testTimeoutMs,
         protectedPaths: job.policy.protectedPaths,
