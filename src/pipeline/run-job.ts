@@ -113,7 +113,7 @@ export interface RunJobContext {
  * throws: every error becomes an {@link Outcome}.
  *
  * Finally: sandboxes destroyed, the temporary clone removed; the trajectories (`trajectory.json`,
- * or `attempt-<n>.json` per candidate plus `attempts.json` and the chosen one as
+ * or `candidate-<n>.json` per candidate plus `candidates.json` and the chosen one as
  * `trajectory.json`) and the test logs are in the store.
  */
 export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobContext): Promise<Outcome> {

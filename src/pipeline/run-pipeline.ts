@@ -3,7 +3,7 @@ import type { JobContext } from './job-context.js';
 import type { Outcome } from './outcome.js';
 import type { FinishedJob, JobPublisher } from './publishers/job-publisher.js';
 import type { JobSource } from './sources/job-source.js';
-import { chooseCandidate } from './steps/choose-candidate.js';
+import { chooseWinner } from './steps/choose-candidate.js';
 import { classifyJobError } from './steps/classify-job-error.js';
 import { cleanup } from './steps/cleanup.js';
 import { prepare } from './steps/prepare.js';
@@ -35,7 +35,7 @@ export async function runPipeline<T>(
     finished.candidates = await runCandidates(ctx, job);
     finished.summary = finished.candidates.find((c) => c.summary)?.summary;
     await verifyCandidates(ctx, job, finished.candidates);
-    const decision = await chooseCandidate(ctx, finished.candidates);
+    const decision = await chooseWinner(ctx, finished.candidates);
     finished.choice = decision.choice;
     if (decision.chosen) {
       finished.chosen = decision.chosen;

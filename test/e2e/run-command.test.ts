@@ -359,7 +359,7 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       process.stdout.write = write;
     }
     expect(code).toBe(7);
-    expect(printed.join('')).toMatch(/sandbox_failed: the sandbox is not offline: .*reached host loopback/);
+    expect(printed.join('')).toMatch(/sandbox_failed: the sandbox is not offline: .*reached .*host loopback/);
     expect(server.requests).toHaveLength(0);
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as FolderSummary;
     expect(summary).toMatchObject({ outcome: { kind: 'sandbox_failed' }, exitCode: 7 });

@@ -3,7 +3,7 @@ import type { Outcome, RunSummary } from '../outcome.js';
 import type { PreparedJob } from '../sources/job-source.js';
 import type { CandidateState } from '../steps/candidate-state.js';
 import type { ChosenCandidate } from '../steps/choose-candidate.js';
-import type { AttemptChoice } from '../verification/choose-attempt.js';
+import type { CandidateChoice } from '../verification/choose-candidate.js';
 
 /** What the chain knows when a job has ended, whatever the outcome (for {@link JobPublisher.finish}). */
 export interface FinishedJob<T = unknown> {
@@ -13,7 +13,7 @@ export interface FinishedJob<T = unknown> {
   /** Every candidate, in candidate order (empty when none ran). */
   candidates: readonly CandidateState[];
   /** The choice between the candidates, once made. */
-  choice?: AttemptChoice;
+  choice?: CandidateChoice;
   /** The chosen candidate, when there was one to publish. */
   chosen?: ChosenCandidate;
   /** The run summary the outcome carries (of the chosen, else the first candidate). */
@@ -35,7 +35,7 @@ export interface JobPublisher<T = unknown> {
     ctx: JobContext,
     job: PreparedJob<T>,
     chosen: ChosenCandidate,
-    choice: AttemptChoice,
+    choice: CandidateChoice,
   ): Promise<Outcome>;
   /** Called once with every outcome (after `publish`, or instead of it); errors are logged, not fatal. */
   finish?(ctx: JobContext, finished: FinishedJob<T>): Promise<void>;

@@ -25,8 +25,8 @@ export function candidateNames(jobId: string, candidate: number, of: number, log
     candidate,
     of,
     sandboxId: single ? jobId : `${jobId}-a${candidate}`,
-    trajectoryName: single ? 'trajectory' : `attempt-${candidate}`,
-    headName: single ? 'tests-head' : `tests-head-attempt-${candidate}`,
-    logger: single ? logger : logger.child({ attempt: candidate }),
+    trajectoryName: single ? 'trajectory' : `candidate-${candidate}`,
+    headName: single ? 'tests-head' : `tests-head-candidate-${candidate}`,
+    logger: single ? logger : logger.child({ candidate }),
   };
 }

@@ -1,7 +1,11 @@
 import { AppError } from '../../app-error.js';
 import type { JobContext } from '../job-context.js';
 import type { Outcome, RunSummary } from '../outcome.js';
-import { chooseAttempt, type AttemptChoice, type AttemptResult } from '../verification/choose-attempt.js';
+import {
+  chooseCandidate,
+  type CandidateChoice,
+  type CandidateResult,
+} from '../verification/choose-candidate.js';
 import type { VerifiedPatch } from '../verify-patch.js';
 import type { CandidateState } from './candidate-state.js';
 
@@ -18,22 +22,22 @@ export interface ChosenCandidate {
 
 /** What step 4 decided: the choice (always), and the chosen candidate or the job's outcome without one. */
 export type CandidateDecision =
-  | { choice: AttemptChoice; chosen: ChosenCandidate }
-  | { choice: AttemptChoice; chosen: null; outcome: Outcome };
+  | { choice: CandidateChoice; chosen: ChosenCandidate }
+  | { choice: CandidateChoice; chosen: null; outcome: Outcome };
 
 /**
- * Step 4 of the chain: choose the best verified candidate (`chooseAttempt`'s rules). With several
- * candidates the choice is stored (`attempts.json`, for `frognano-bot trajectory`), and the chosen
+ * Step 4 of the chain: choose the best verified candidate (`chooseCandidate`'s rules). With several
+ * candidates the choice is stored (`candidates.json`, for `frognano-bot trajectory`), and the chosen
  * trajectory as `trajectory.json`. Without a candidate to publish: a refusal first (people need to
  * know a check stopped the change), then "no change", then the first failure.
  *
  * @throws the error of the first failed candidate when that is all there is.
  */
-export async function chooseCandidate(
+export async function chooseWinner(
   ctx: JobContext,
   candidates: readonly CandidateState[],
 ): Promise<CandidateDecision> {
-  const choice = chooseAttempt(candidates.map(toAttemptResult));
+  const choice = chooseCandidate(candidates.map(toAttemptResult));
   if (candidates.length > 1) await saveChoice(ctx, candidates, choice);
   const state = candidates.find((c) => c.names.candidate === choice.winner?.attempt);
   const verified = state?.verified;
@@ -53,7 +57,7 @@ export async function chooseCandidate(
   };
 }
 
-function toAttemptResult(c: CandidateState): AttemptResult {
+function toAttemptResult(c: CandidateState): CandidateResult {
   const base = {
     attempt: c.names.candidate,
     exitReason: c.trajectory?.exitReason,
@@ -78,7 +82,7 @@ function toAttemptResult(c: CandidateState): AttemptResult {
   return { ...base, status: 'failed', note: c.note };
 }
 
-function noWinner(candidates: readonly CandidateState[], choice: AttemptChoice): Outcome {
+function noWinner(candidates: readonly CandidateState[], choice: CandidateChoice): Outcome {
   const first = candidates.find((c) => c.verified?.refused);
   if (first?.verified?.refused) {
     const single = candidates.length === 1;
@@ -117,14 +121,14 @@ export function testsFail(v: VerifiedPatch): boolean {
   return !v.tests.passed;
 }
 
-/** `attempts.json` (the choice, for `frognano-bot trajectory`) and the chosen trajectory as `trajectory.json`. */
+/** `candidates.json` (the choice, for `frognano-bot trajectory`) and the chosen trajectory as `trajectory.json`. */
 async function saveChoice(
   ctx: JobContext,
   candidates: readonly CandidateState[],
-  choice: AttemptChoice,
+  choice: CandidateChoice,
 ): Promise<void> {
   try {
-    await ctx.store.saveJson(ctx.jobId, 'attempts', {
+    await ctx.store.saveJson(ctx.jobId, 'candidates', {
       chosen: choice.winner?.attempt ?? null,
       reason: choice.reason,
       rows: choice.rows,
@@ -132,6 +136,6 @@ async function saveChoice(
     const chosen = candidates.find((c) => c.names.candidate === choice.winner?.attempt)?.trajectory;
     if (chosen) await ctx.store.saveJson(ctx.jobId, 'trajectory', chosen);
   } catch (err) {
-    ctx.logger.warn({ err }, 'could not store the attempts summary');
+    ctx.logger.warn({ err }, 'could not store the candidates summary');
   }
 }

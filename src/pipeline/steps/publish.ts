@@ -2,7 +2,7 @@ import type { JobContext } from '../job-context.js';
 import type { Outcome } from '../outcome.js';
 import type { JobPublisher } from '../publishers/job-publisher.js';
 import type { PreparedJob } from '../sources/job-source.js';
-import type { AttemptChoice } from '../verification/choose-attempt.js';
+import type { CandidateChoice } from '../verification/choose-candidate.js';
 import { testVerdict } from '../verification/evidence-markdown.js';
 import type { ChosenCandidate } from './choose-candidate.js';
 
@@ -14,7 +14,7 @@ export async function publish<T>(
   ctx: JobContext,
   job: PreparedJob<T>,
   chosen: ChosenCandidate,
-  choice: AttemptChoice,
+  choice: CandidateChoice,
   publisher: JobPublisher<T>,
 ): Promise<Outcome> {
   const { verified, patch, summary } = chosen;
