@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { runAgentLoop } from '../src/leaf/agent-loop.js';
 import type { AssistantMessage, ChatModel } from '../src/llm/chat-model.js';
 import { createLocalSandboxFactory } from '../src/sandbox/local/local-sandbox.js';
-import { buildLocalInstruction } from '../src/bin/commands/run.js';
+import { buildLocalInstruction } from '../src/pipeline/sources/local-source.js';
 import { readFileSync } from 'node:fs';
 
 let n = 0;

@@ -2,15 +2,14 @@ import { archiveTrackedFiles } from '../git/archive-tracked-files.js';
 import type { Logger } from '../observability/logger.js';
 import { runTests, type TestRun } from '../pipeline/run-tests.js';
 import type { TestStatus } from '../pipeline/test-reports/test-report-parsers.js';
-import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
+import type { SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { statusesByNodeId } from './test-node-id.js';
 import { trackedFiles } from './task-workspace.js';
 
 /** How the tests of a task run: the same fresh, egress-probed sandbox as the pipeline's test runs. */
 export interface TaskTestSettings {
+  /** Probed (`createProbedSandboxFactory`): every sandbox it returns has passed the egress probe. */
   sandboxFactory: SandboxFactory;
-  /** Checks that a new, empty sandbox cannot reach the network; throws `EGRESS_NOT_BLOCKED` if it can. */
-  assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** Test command; `null` = detect it from the tree (detect-test-command.ts). */
   testCommand: string | null;
   /** Command before the tests (offline); `null` = none. */
@@ -46,7 +45,6 @@ export async function runTaskTests(
     sandboxId,
     sandboxSettings: settings.sandboxSettings,
     tree: () => archiveTrackedFiles(dir, { signal: settings.signal }),
-    assertOffline: settings.assertOffline,
     testCommand: settings.testCommand,
     setupCommand: settings.setupCommand,
     timeoutMs: settings.timeoutMs,

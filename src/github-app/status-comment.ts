@@ -311,6 +311,8 @@ export function outcomeHeadline(outcome: Outcome): string {
   switch (outcome.kind) {
     case 'pr_opened':
       return `${outcome.updated ? 'updated' : 'opened'} draft pull request #${outcome.pullNumber}`;
+    case 'patch_ready':
+      return outcome.flagged ? 'made a change that modifies tests (flagged)' : 'made a change';
     case 'no_change':
       return outcome.summary.exitReason === 'max_tokens_per_turn'
         ? 'stopped: a model turn hit the per-turn token cap'
@@ -347,6 +349,11 @@ export function outcomeDetails(outcome: Outcome): string[] {
   const summary = 'summary' in outcome ? outcome.summary : undefined;
   const out: string[] = [];
   switch (outcome.kind) {
+    case 'patch_ready':
+      // Only `frognano-bot run` (an output folder) ends so; a GitHub job has a pull request instead.
+      out.push(`The change was written to \`${outcome.folder}\`.`);
+      out.push(...testsLines(summary));
+      break;
     case 'pr_opened':
       out.push(
         `${outcome.updated ? 'Updated' : 'Opened'} [#${outcome.pullNumber}](${outcome.pullUrl}) as a **draft**. ` +

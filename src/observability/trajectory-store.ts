@@ -6,9 +6,9 @@ import { parseTrajectoryText, trajectoryFileCandidates } from './trajectory-jour
 
 /**
  * Where trajectories and test logs of jobs are kept: one folder per job under `dir`
- * (`<dir>/<jobId>/trajectory.json`, `<dir>/<jobId>/<name>.log`; with best-of-N attempts also
- * `<dir>/<jobId>/attempt-<n>.json` per attempt, `trajectory.json` then being a copy of the chosen one,
- * and `attempts.json`, the summary of the choice);
+ * (`<dir>/<jobId>/trajectory.json`, `<dir>/<jobId>/<name>.log`; with best-of-N candidates also
+ * `<dir>/<jobId>/candidate-<n>.json` per candidate (`attempt-<n>.json` in jobs stored before the rename), `trajectory.json` then being a copy of the chosen one,
+ * and `candidates.json` (`attempts.json` before), the summary of the choice);
  * in Kubernetes `dir` is a volume. Folders older than `retentionDays` are removed by {@link
  * TrajectoryStore.sweep}.
  */

@@ -27,6 +27,19 @@ export type Outcome =
     }
   | { kind: 'no_change'; summary: RunSummary }
   | {
+      /**
+       * The change passed every check and its tests and was written to a folder (`frognano-bot run`)
+       * instead of a pull request.
+       */
+      kind: 'patch_ready';
+      patch: string;
+      /** The output folder (`patch.diff`, `trajectory.json`, `summary.json`). */
+      folder: string;
+      /** The test-tampering check flagged the change: it modifies tests in a way a person must judge. */
+      flagged: boolean;
+      summary: RunSummary;
+    }
+  | {
       kind: 'tests_failing';
       /** The patch (`git diff`), shown collapsed in the comment when no pull request was opened. */
       patch: string;
@@ -130,12 +143,6 @@ export interface PolicyCap {
 export interface ClassifyContext {
   /** The run summary gathered before the error, when the agent ran. */
   summary?: RunSummary;
-  /**
-   * @deprecated Who cancelled now travels with the error: an AppError `CANCELLED` carries it as
-   * `details.by` (the worker aborts with one). Still read, after `details.by`, until
-   * `pipeline/run-job.ts` stops passing it.
-   */
-  cancelledBy?: string | null;
 }
 
 /**
@@ -153,10 +160,10 @@ export interface ClassifyContext {
  */
 export function classifyError(err: unknown, context: ClassifyContext = {}): Outcome {
   const summary = context.summary;
-  if (isAppError(err)) return classifyAppError(err, summary, context.cancelledBy ?? null);
+  if (isAppError(err)) return classifyAppError(err, summary);
   if (err instanceof Error && err.name === 'AbortError') {
     // An abort() without a reason: nobody named a cause (our abort sites all give an AppError).
-    return { kind: 'cancelled', by: context.cancelledBy ?? null, reason: 'the job was cancelled', summary };
+    return { kind: 'cancelled', by: null, reason: 'the job was cancelled', summary };
   }
   const status = httpStatusOf(err);
   if (status !== undefined && (err as { name?: string }).name === 'HttpError') {
@@ -175,14 +182,8 @@ export function classifyError(err: unknown, context: ClassifyContext = {}): Outc
 /**
  * The outcome of each {@link ErrorCode}. Exhaustive: a code added to the union without a case here
  * fails the typecheck (the `never` in `default`).
- *
- * @param cancelledBy who cancelled when a `CANCELLED` error does not say (deprecated context).
  */
-function classifyAppError(
-  err: AppErrorOf,
-  summary: RunSummary | undefined,
-  cancelledBy: string | null,
-): Outcome {
+function classifyAppError(err: AppErrorOf, summary: RunSummary | undefined): Outcome {
   const failed = (): Outcome => ({
     kind: 'failed',
     code: err.code,
@@ -192,14 +193,13 @@ function classifyAppError(
   });
   switch (err.code) {
     case 'CANCELLED':
-      return { kind: 'cancelled', by: err.details?.by ?? cancelledBy, reason: err.message, summary };
+      return { kind: 'cancelled', by: err.details?.by ?? null, reason: err.message, summary };
     case 'LLM_UNREACHABLE':
       return { kind: 'llm_unreachable', message: err.message, summary };
     case 'LLM_QUERY_ERROR': {
       // The model server answered, with an error (5xx after every retry, a 4xx): its outcome, with
       // the last status from the client's details.
-      const status =
-        (err.details && 'status' in err.details ? err.details.status : undefined) ?? legacyStatus(err);
+      const status = err.details && 'status' in err.details ? err.details.status : undefined;
       return { kind: 'llm_unreachable', message: err.message, ...(status ? { status } : {}), summary };
     }
     case 'SANDBOX_PROTOCOL_VIOLATION':
@@ -257,15 +257,6 @@ function classifyAppError(
       throw new Error(`unclassified error code ${(unclassified as AppError).code}`);
     }
   }
-}
-
-/**
- * @deprecated The status of an `LLM_QUERY_ERROR` rebuilt by `pipeline/run-job.ts` from a
- * trajectory's message ("answered HTTP 503"). Remove once run-job classifies `loopFailure(trajectory)`,
- * which keeps the client's `details.status`.
- */
-function legacyStatus(err: AppError): number | undefined {
-  return Number(/answered HTTP (\d{3})/.exec(err.message)?.[1]) || undefined;
 }
 
 /**

@@ -25,12 +25,6 @@ export interface PrepareSandboxOptions {
   sandboxSettings?: SandboxSettings;
   /** Makes the tar stream of the repository's tracked files (no `.git`); called once. */
   tree: () => Readable;
-  /**
-   * Checks that the new, still empty sandbox cannot reach the network (the egress probe targets:
-   * the GitHub host, the model server, Redis, the Kubernetes API server…); throws (AppError
-   * `EGRESS_NOT_BLOCKED`) if it can. Runs before any repository content is copied in.
-   */
-  assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** Command run after the base commit (offline; e.g. a build from vendored dependencies); `null` = none. */
   setupCommand: string | null;
   /** Wall-clock limit of the setup command, in milliseconds (default 600 000). */
@@ -53,7 +47,7 @@ export interface PreparedSandbox {
  * the sandbox is destroyed before the error is thrown.
  *
  * @throws AppError from the driver (`SANDBOX_UNAVAILABLE`, `SANDBOX_COPY_FAILED`…), from
- *   `assertOffline` (`EGRESS_NOT_BLOCKED`), `SANDBOX_EXEC_FAILED` when the base commit cannot be
+ *   a probed factory (`EGRESS_NOT_BLOCKED`), `SANDBOX_EXEC_FAILED` when the base commit cannot be
  *   made, the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted.
  */
 export async function prepareSandbox(options: PrepareSandboxOptions): Promise<PreparedSandbox> {
@@ -63,7 +57,6 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
     settings: options.sandboxSettings,
   });
   try {
-    await options.assertOffline(sandbox);
     throwIfAborted(signal);
     const tree = options.tree();
     try {

@@ -53,11 +53,6 @@ export interface RunTestsOptions {
   sandboxSettings?: SandboxSettings;
   /** Makes the tar stream of the tree to test (called once). */
   tree: () => Readable;
-  /**
-   * Checks that the new, still empty sandbox cannot reach the network (the repository's tests are
-   * untrusted code too); throws (AppError `EGRESS_NOT_BLOCKED`) if it can, which ends the job.
-   */
-  assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** Test command from the configuration; `null` = detect it from the tree's files. */
   testCommand: string | null;
   /** Command run before the tests (e.g. an install from a vendored cache); `null` = none. */
@@ -79,7 +74,7 @@ export interface RunTestsOptions {
  * it is destroyed; the command shown to people stays the configured or detected one.
  *
  * @returns the result, or `null` when no test command is configured and none could be detected.
- * @throws AppError the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted; `EGRESS_NOT_BLOCKED` from `assertOffline`;
+ * @throws AppError the signal's reason (`abortReason`: `CANCELLED`…) when `signal` aborted; `EGRESS_NOT_BLOCKED` from a probed factory;
  *   sandbox errors (`SANDBOX_UNAVAILABLE`, `SANDBOX_COPY_FAILED`, …) as thrown by the driver.
  */
 export async function runTests(options: RunTestsOptions): Promise<TestRun | null> {
@@ -92,7 +87,6 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
     settings: { ...options.sandboxSettings, timeLimitMs: 2 * timeoutMs },
   });
   try {
-    await options.assertOffline(sandbox);
     throwIfAborted(signal);
     const tree = options.tree();
     try {

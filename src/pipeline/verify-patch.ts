@@ -2,7 +2,7 @@ import { applyPatch, resetToHead, stagedDiffStat, type FileChange } from '../git
 import { archiveTrackedFiles } from '../git/archive-tracked-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { TrajectoryStore } from '../observability/trajectory-store.js';
-import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
+import type { SandboxFactory, SandboxSettings } from '../sandbox/sandbox.js';
 import { checkPatch } from './verification/check-patch.js';
 import type { PatchLimits } from './verification/patch-limits.js';
 import {
@@ -29,12 +29,12 @@ export interface VerifyPatchOptions {
   patch: string;
   jobId: string;
   sandboxFactory: SandboxFactory;
-  /** The egress probe run in each test sandbox before the tree is copied in (see `runTests`). */
-  assertOffline: (sandbox: Sandbox) => Promise<void>;
   /** The policy's sandbox settings, given to every test sandbox (base and head). */
   sandboxSettings?: SandboxSettings;
   /** Test command from the configuration; `null` = detect. */
   testCommand: string | null;
+  /** Run no tests (`run --test-command none`): both sides count as "no test command". */
+  skipTests?: boolean;
   setupCommand: string | null;
   /** Wall-clock limit of the test command, in milliseconds. */
   testTimeoutMs?: number;
@@ -126,19 +126,20 @@ export async function verifyPatch(options: VerifyPatchOptions): Promise<RefusedP
     };
   }
 
-  const test = (sandboxName: string) =>
-    runTests({
-      sandboxFactory: options.sandboxFactory,
-      sandboxId: `${options.jobId}-${sandboxName}`,
-      assertOffline: options.assertOffline,
-      sandboxSettings: options.sandboxSettings,
-      tree: () => archiveTrackedFiles(dir, { signal }),
-      testCommand: options.testCommand,
-      setupCommand: options.setupCommand,
-      timeoutMs: options.testTimeoutMs,
-      signal,
-      logger,
-    });
+  const test = async (sandboxName: string): Promise<TestRun | null> =>
+    options.skipTests
+      ? null
+      : runTests({
+          sandboxFactory: options.sandboxFactory,
+          sandboxId: `${options.jobId}-${sandboxName}`,
+          sandboxSettings: options.sandboxSettings,
+          tree: () => archiveTrackedFiles(dir, { signal }),
+          testCommand: options.testCommand,
+          setupCommand: options.setupCommand,
+          timeoutMs: options.testTimeoutMs,
+          signal,
+          logger,
+        });
 
   if (options.base.run === undefined) {
     // The base tree is the clone without the patch: step back, test, and apply again.

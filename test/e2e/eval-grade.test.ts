@@ -6,9 +6,9 @@ import { gradeTask } from '../../src/eval/grade-task.js';
 import type { SweBenchTask } from '../../src/eval/swe-bench-task.js';
 import { cloneAtCommit, diffOfPaths } from '../../src/eval/task-workspace.js';
 import { createSilentLogger } from '../../src/observability/logger.js';
-import { assertEgressBlocked } from '../../src/sandbox/egress-probe.js';
+import { createProbedSandboxFactory } from '../../src/pipeline/probed-sandbox-factory.js';
 import { createLocalSandboxFactory } from '../../src/sandbox/local/local-sandbox.js';
-import type { Sandbox } from '../../src/sandbox/sandbox.js';
+import type { SandboxFactory } from '../../src/sandbox/sandbox.js';
 import { createHistoryRepo, type HistoryRepo } from '../helpers/eval-history-repo.js';
 import { createFixtureGit } from '../helpers/fixture-git.js';
 
@@ -51,11 +51,7 @@ describe('gradeTask (pytest in a fresh sandbox)', () => {
       modelPatch,
       workspaceDir,
       sandboxId: `grade-${n}`,
-      sandboxFactory: createLocalSandboxFactory(),
-      assertOffline: async (s: Sandbox) => {
-        sandboxes.push(s.workdir);
-        await assertEgressBlocked(s, []);
-      },
+      sandboxFactory: createProbedSandboxFactory(recordingFactory(sandboxes), []),
       testCommand: null,
       setupCommand: null,
       timeoutMs: 120_000,
@@ -115,3 +111,16 @@ describe('gradeTask (pytest in a fresh sandbox)', () => {
     expect(sandboxes.length).toBe(3);
   });
 });
+
+/** The local driver, noting the folder of every sandbox it makes (each then passes the probe). */
+function recordingFactory(made: string[]): SandboxFactory {
+  const local = createLocalSandboxFactory();
+  return {
+    driver: local.driver,
+    async create(options) {
+      const sandbox = await local.create(options);
+      made.push(sandbox.workdir);
+      return sandbox;
+    },
+  };
+}

@@ -7,9 +7,9 @@ import { main as evalCommand } from '../../src/bin/commands/eval.js';
 import { mineTasks, type MineReport } from '../../src/eval/mine-tasks.js';
 import { parseTasksJsonl, formatTaskLine } from '../../src/eval/swe-bench-task.js';
 import { createSilentLogger } from '../../src/observability/logger.js';
-import { assertEgressBlocked } from '../../src/sandbox/egress-probe.js';
+import { createProbedSandboxFactory } from '../../src/pipeline/probed-sandbox-factory.js';
 import { createLocalSandboxFactory } from '../../src/sandbox/local/local-sandbox.js';
-import type { Sandbox } from '../../src/sandbox/sandbox.js';
+import type { SandboxFactory } from '../../src/sandbox/sandbox.js';
 import { createHistoryRepo, type HistoryRepo } from '../helpers/eval-history-repo.js';
 
 // `eval mine` on a real git repository with real pytest in the local bubblewrap sandbox.
@@ -29,11 +29,9 @@ describe('eval mine (five commits, pytest in the sandbox)', () => {
     report = await mineTasks({
       repoDir: repo.dir,
       repoName: 'acme/calc',
-      sandboxFactory: createLocalSandboxFactory(),
-      assertOffline: async (s: Sandbox) => {
-        probed.push(s.workdir);
-        await assertEgressBlocked(s, [{ name: 'loopback canary', url }]);
-      },
+      sandboxFactory: createProbedSandboxFactory(recordingFactory(probed), [
+        { name: 'loopback canary', url },
+      ]),
       testCommand: null,
       setupCommand: null,
       timeoutMs: 120_000,
@@ -168,3 +166,16 @@ describe('frognano-bot eval mine (the command)', () => {
     }
   });
 });
+
+/** The local driver, noting the folder of every sandbox it makes (each then passes the probe). */
+function recordingFactory(made: string[]): SandboxFactory {
+  const local = createLocalSandboxFactory();
+  return {
+    driver: local.driver,
+    async create(options) {
+      const sandbox = await local.create(options);
+      made.push(sandbox.workdir);
+      return sandbox;
+    },
+  };
+}

@@ -1,5 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import {
+  chmodSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -11,7 +12,11 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { main as runCommand } from '../../src/bin/commands/run.js';
 import type { Trajectory } from '../../src/leaf/trajectory.js';
+import type { FolderSummary } from '../../src/pipeline/publishers/folder-publisher.js';
+import { renderTestComparison, testVerdict } from '../../src/pipeline/verification/evidence-markdown.js';
+import { createLocalSandboxFactory } from '../../src/sandbox/local/local-sandbox.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../helpers/scripted-model-server.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -119,6 +124,22 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
     execFileSync('git', ['apply', '--check', join(out, 'patch.diff')], { cwd: repo });
     execFileSync('git', ['apply', join(out, 'patch.diff')], { cwd: repo });
     execFileSync('/usr/bin/python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider'], { cwd: repo });
+
+    // summary.json: the outcome, its exit code, and the pull request's base/head comparison as data.
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as FolderSummary;
+    expect(summary.outcome.kind).toBe('patch_ready');
+    expect(summary.exitCode).toBe(0);
+    expect(summary.comparison).toMatchObject({
+      granularity: 'per-test',
+      fixed: [expect.stringContaining('test_discount_is_a_fraction_off')],
+      broken: [],
+      nothingBroken: true,
+    });
+    expect(summary.verdict).toBe(testVerdict(summary.comparison!));
+    expect(renderTestComparison(summary.comparison!)).toContain('Fixed (failed → passed)');
+    expect(summary.baseTests).toMatchObject({ passed: false, command: 'python3 -m pytest -q' });
+    expect(summary.tampering).toMatchObject({ flagged: false });
+    expect(r.stdout).toContain('base → head');
 
     // Every request carried the Leaf defaults and extended the previous one.
     for (let i = 1; i < server.requests.length; i++) {
@@ -272,6 +293,77 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
     expect(readFileSync(join(tmp, 'out', 'patch.diff'), 'utf8')).toContain(
       '+    return (fahrenheit - 32) * 5 / 9',
     );
+  });
+
+  it('reports a fix that deletes a test as flagged (tampering) and exits 4, the README code for it', async () => {
+    const repo = makeProject();
+    writeFileSync(join(repo, 'tests', 'test_other.py'), 'def test_other():\n    assert True\n');
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'add', '-A'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'other'], {
+      cwd: repo,
+    });
+    server = await startScriptedModelServer({
+      script: [
+        { kind: 'tool_calls', calls: [{ name: 'Bash', arguments: { command: 'rm tests/test_shop.py' } }] },
+        { kind: 'final', content: 'The failing test is gone.' },
+      ],
+    });
+    const out = join(tmp, 'out');
+    const r = await runCli([
+      'run',
+      '--repo',
+      repo,
+      '--issue',
+      'fix total()',
+      '--model-url',
+      server.url,
+      '--out',
+      out,
+    ]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toMatch(/WARNING: .*test/i);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as FolderSummary;
+    expect(summary).toMatchObject({ outcome: { kind: 'patch_ready' }, exitCode: 4 });
+    expect(summary.tampering?.flagged).toBe(true);
+    expect(summary.tampering?.flags).toContainEqual(
+      expect.objectContaining({ kind: 'deleted_test_file', path: 'tests/test_shop.py' }),
+    );
+    expect(summary.comparison?.removedTests.map((t) => t.id)).toEqual([
+      expect.stringContaining('test_discount_is_a_fraction_off'),
+    ]);
+    expect(summary.warnings.length).toBeGreaterThan(0);
+    expect(readFileSync(join(out, 'patch.diff'), 'utf8')).toContain('deleted file mode');
+  });
+
+  it('refuses to run when the sandbox can reach the network, as the worker does (exit 7)', async () => {
+    const repo = makeProject();
+    server = await startScriptedModelServer({ script: [{ kind: 'final', content: 'never asked' }] });
+    const out = join(tmp, 'out');
+    // TESTING ONLY: a sandbox that shares the host's network reaches run's loopback canary.
+    // A root test's sandboxes run as an unprivileged uid, which must traverse (not list) the folders.
+    chmodSync(tmp, 0o711);
+    mkdirSync(join(tmp, 'sandboxes'), { mode: 0o711 });
+    const online = createLocalSandboxFactory({ shareNetwork: true, workRoot: join(tmp, 'sandboxes') });
+    const printed: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => (
+      printed.push(String(chunk)),
+      true
+    )) as typeof process.stdout.write;
+    let code: number;
+    try {
+      code = await runCommand(['--repo', repo, '--issue', 'x', '--model-url', server.url, '--out', out], {
+        sandboxFactory: online,
+      });
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(code).toBe(7);
+    expect(printed.join('')).toMatch(/sandbox_failed: the sandbox is not offline: .*reached .*host loopback/);
+    expect(server.requests).toHaveLength(0);
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) as FolderSummary;
+    expect(summary).toMatchObject({ outcome: { kind: 'sandbox_failed' }, exitCode: 7 });
+    expect(existsSync(join(out, 'patch.diff'))).toBe(false);
   });
 
   it('refuses bad usage with exit 2', async () => {

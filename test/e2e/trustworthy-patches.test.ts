@@ -244,18 +244,18 @@ describe('e2e: every pull request carries evidence', () => {
     const stored = await readdir(join(trajectoryDir, jobId));
     expect(stored).toEqual(
       expect.arrayContaining([
-        'attempt-1.json',
-        'attempt-2.json',
-        'attempt-3.json',
-        'attempts.json',
+        'candidate-1.json',
+        'candidate-2.json',
+        'candidate-3.json',
+        'candidates.json',
         'trajectory.json',
         'tests-base.log',
-        'tests-head-attempt-1.log',
-        'tests-head-attempt-2.log',
-        'tests-head-attempt-3.log',
+        'tests-head-candidate-1.log',
+        'tests-head-candidate-2.log',
+        'tests-head-candidate-3.log',
       ]),
     );
-    expect(JSON.parse(await readFile(join(trajectoryDir, jobId, 'attempts.json'), 'utf8'))).toMatchObject({
+    expect(JSON.parse(await readFile(join(trajectoryDir, jobId, 'candidates.json'), 'utf8'))).toMatchObject({
       chosen: 2,
     });
     const printed: string[] = [];
@@ -264,11 +264,11 @@ describe('e2e: every pull request carries evidence', () => {
       return true;
     });
     try {
-      expect(await trajectoryCommand([jobId, '--attempt', '3', '--dir', trajectoryDir])).toBe(0);
+      expect(await trajectoryCommand([jobId, '--candidate', '3', '--dir', trajectoryDir])).toBe(0);
     } finally {
       spy.mockRestore();
     }
-    expect(printed.join('')).toContain('Attempt 3 of 3. Attempt 2 was chosen');
+    expect(printed.join('')).toContain('Candidate 3 of 3. Attempt 2 was chosen');
     expect(printed.join('')).toContain('a + (-b)');
   });
 });

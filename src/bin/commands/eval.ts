@@ -11,9 +11,9 @@ import { formatTaskLine } from '../../eval/swe-bench-task.js';
 import { writeReport } from '../../eval/write-report.js';
 import { runGit } from '../../git/run-git.js';
 import { createLogger } from '../../observability/logger.js';
-import { assertEgressBlocked, type EgressTarget } from '../../sandbox/egress-probe.js';
+import { createProbedSandboxFactory } from '../../pipeline/probed-sandbox-factory.js';
+import type { EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
-import type { Sandbox } from '../../sandbox/sandbox.js';
 
 const USAGE = `usage: frognano-bot eval <subcommand> [options]
 
@@ -132,8 +132,7 @@ async function mine(argv: string[]): Promise<number> {
       repoName,
       since: str('since'),
       limit,
-      sandboxFactory: localFactory(logger),
-      assertOffline: (s: Sandbox) => assertEgressBlocked(s, targets),
+      sandboxFactory: createProbedSandboxFactory(localFactory(logger), targets, logger),
       testCommand: str('test-command') ?? null,
       setupCommand: str('setup-command') ?? null,
       timeoutMs: (timeout ?? defaults.testTimeoutSec) * 1000,

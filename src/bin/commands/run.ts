@@ -1,28 +1,25 @@
-import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../app-error.js';
-import { applyPatch } from '../../git/apply-patch.js';
-import { archiveTrackedFiles } from '../../git/archive-tracked-files.js';
-import { runAgentLoop } from '../../leaf/agent-loop.js';
-import type { Trajectory, TrajectoryStep } from '../../leaf/trajectory.js';
-import { filesInPatch } from '../../leaf/workspace-patch.js';
+import { BUILT_IN_DEFAULTS } from '../../config/policy.js';
+import type { TrajectoryStep } from '../../leaf/trajectory.js';
 import { listModels } from '../../llm/sglang-client.js';
 import { createChatModelFromUrl } from '../../leaf/replay-model.js';
-import { createLogger } from '../../observability/logger.js';
-import type { Logger } from '../../observability/logger.js';
-import { prepareSandbox } from '../../pipeline/prepare-sandbox.js';
-import { runTests as runTestsInSandbox } from '../../pipeline/run-tests.js';
-import { assertEgressBlocked, type EgressTarget } from '../../sandbox/egress-probe.js';
+import { createLogger, type Logger } from '../../observability/logger.js';
+import { createJobContext, type JobPolicy } from '../../pipeline/job-context.js';
+import { createProbedSandboxFactory } from '../../pipeline/probed-sandbox-factory.js';
+import { createFolderPublisher, type FolderSummary } from '../../pipeline/publishers/folder-publisher.js';
+import { runPipeline } from '../../pipeline/run-pipeline.js';
+import { createLocalSource } from '../../pipeline/sources/local-source.js';
+import type { EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
-import type { Sandbox } from '../../sandbox/sandbox.js';
-
-const run = promisify(execFile);
+import type { SandboxFactory } from '../../sandbox/sandbox.js';
+import { exitCodeOf, RUN_EXIT_CODES } from './run-exit-code.js';
 
 /** SGLang's default port (https://docs.sglang.ai/advanced_features/server_arguments.html). */
 export const DEFAULT_MODEL_URL = 'http://127.0.0.1:30000/v1';
@@ -44,11 +41,27 @@ const USAGE = `usage: frognano-bot run --repo <path|git URL> --issue <file | - |
   --out DIR           where to write patch.diff, trajectory.json and summary.json (default ./frognano-run)
   --keep              keep a fresh repository with the patch applied (its path is printed)
 
-Exit code: 0 when the agent finished and produced a patch; 1 otherwise; 2 for a usage error;
-3 when no model server answers.`;
+Exit code (README, "frognano-bot run"): 0 the patch is ready; 1 no change, out of time or another
+failure; 2 usage error; 3 no model server answers; 4 the patch is ready but FLAGGED (it modifies
+tests: test tampering); 5 the tests fail with the patch; 6 a check refused the patch; 7 the sandbox
+failed or could reach the network (refused); 130 interrupted.`;
 
-/** `frognano-bot run`: the Leaf loop on a local repository, in a local bubblewrap sandbox. */
-export async function main(argv: string[]): Promise<number> {
+/** What a test may put in place of `run`'s own parts (the CLI passes none). */
+export interface RunCommandHooks {
+  /**
+   * The sandbox driver, still wrapped in the egress probe (a test gives one that shares the host's
+   * network, to see the run refuse it).
+   */
+  sandboxFactory?: SandboxFactory;
+}
+
+/**
+ * `frognano-bot run`: the pipeline's chain (`runPipeline`) on a local repository — the local source,
+ * local bubblewrap sandboxes behind the egress probe, the same checks, base/head comparison and
+ * outcomes as a labelled issue — with the folder publisher instead of a pull request. The exit code
+ * is `exitCodeOf(outcome)`.
+ */
+export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -115,95 +128,78 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   const model = createChatModelFromUrl(modelUrl, { model: values.model, apiKey, logger });
-
+  const testCommand = values['test-command'];
+  const policy: JobPolicy = {
+    ...BUILT_IN_DEFAULTS,
+    ...(maxSteps !== undefined ? { maxSteps } : {}),
+    ...(maxTimeSec !== undefined ? { maxTimeSec } : {}),
+    testCommand: testCommand && testCommand !== 'none' ? testCommand : null,
+  };
   const outDir = resolve(values.out);
-  await mkdir(outDir, { recursive: true });
-  const jobId = `run-${randomUUID().slice(0, 8)}`;
-  const tmp = await mkdtemp(join(tmpdir(), 'frognano-run-'));
-  const workdir = join(tmp, 'repo');
   const controller = new AbortController();
   const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  // Limits this host cannot enforce (e.g. a non-root user without delegated cgroups) are a
-  // warning for this single-user command; the worker refuses such sandboxes instead.
-  const factory = createLocalSandboxFactory({
+  const canary = await startCanary();
+  const store = await mkdtemp(join(tmpdir(), 'frognano-run-'));
+  try {
+    const ctx = createJobContext({
+      jobId: `run-${randomUUID().slice(0, 8)}`,
+      logger,
+      signal: controller.signal,
+      workDir: tmpdir(),
+      trajectoryDir: store,
+      // The probe targets: the canary, the model server, the repository's host.
+      sandboxFactory: createProbedSandboxFactory(
+        hooks.sandboxFactory ?? createRunSandboxFactory(logger),
+        egressTargets(canary, replay ? null : modelUrl, values.repo),
+        logger,
+      ),
+      createModel: () => model,
+      testTimeoutMs: 15 * 60_000,
+      keepWorkspace: values.keep,
+      skipTests: testCommand === 'none',
+      onAgentStep: createProgress(policy.maxSteps),
+    });
+    const outcome = await runPipeline(
+      ctx,
+      createLocalSource({ repo: values.repo, issueText, policy }),
+      createFolderPublisher({
+        outDir,
+        exitCodeOf,
+        startedAt: new Date(),
+        extra: {
+          model: replay ? `replay of ${modelUrl.slice('replay:'.length)}` : `${values.model} at ${modelUrl}`,
+        },
+      }),
+    );
+    const summary = JSON.parse(await readFile(join(outDir, 'summary.json'), 'utf8')) as FolderSummary;
+    process.stdout.write(formatRunSummary(summary, replay));
+    if (typeof summary.checkout === 'string')
+      process.stdout.write(
+        `workspace kept at ${summary.checkout} (a fresh repository: the base commit, the patch applied and staged)\n`,
+      );
+    return exitCodeOf(outcome);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await new Promise((r) => canary.close(r));
+    await rm(store, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The local bubblewrap driver. Limits this host cannot enforce (e.g. a non-root user without
+ * delegated cgroups) are a warning for this single-user command; the worker refuses such sandboxes.
+ */
+function createRunSandboxFactory(logger: Logger): SandboxFactory {
+  return createLocalSandboxFactory({
     logger,
     onUnenforced: (message) =>
       process.stderr.write(
         `frognano-bot run: warning: ${message}\n  The sandbox still has no network and no credentials. What each limit needs: README, "Security".\n`,
       ),
   });
-  const canary = await startCanary();
-  const started = Date.now();
-  try {
-    await prepareWorkspace(values.repo, workdir);
-    const probeTargets = egressTargets(canary, replay ? null : modelUrl, values.repo);
-    const assertOffline = (s: Sandbox): Promise<void> => assertEgressBlocked(s, probeTargets);
-    // The sandbox gets a copy of the tracked files, never the repository's .git.
-    const { sandbox } = await prepareSandbox({
-      sandboxFactory: factory,
-      sandboxId: jobId,
-      tree: () => archiveTrackedFiles(workdir, { signal: controller.signal }),
-      assertOffline,
-      setupCommand: null,
-      signal: controller.signal,
-      logger,
-    });
-    let trajectory: Trajectory;
-    try {
-      const progress = createProgress(maxSteps ?? 150);
-      trajectory = await runAgentLoop({
-        model,
-        sandbox,
-        instruction: buildLocalInstruction(issueText),
-        jobId,
-        limits: { maxSteps, maxTimeMs: maxTimeSec === undefined ? undefined : maxTimeSec * 1000 },
-        signal: controller.signal,
-        logger,
-        trajectoryPath: join(outDir, 'trajectory.json'),
-        onStep: (step) => progress(step),
-      });
-    } finally {
-      await sandbox.destroy();
-    }
-    const patch = trajectory.patch ?? '';
-    await writeFile(join(outDir, 'patch.diff'), patch);
-    // The patch goes to the worker's own fresh repository: what the model did to the sandbox's
-    // .git (hooks, core.fsmonitor, …) never leaves the sandbox.
-    if (patch) await applyPatch(workdir, patch, { signal: controller.signal });
-
-    let tests: TestResult | null = null;
-    if (patch && values['test-command'] !== 'none' && !controller.signal.aborted) {
-      tests = await runTests(factory, workdir, jobId, values['test-command'], assertOffline, logger);
-    }
-    const summary = {
-      jobId,
-      exitReason: trajectory.exitReason,
-      error: trajectory.error,
-      steps: trajectory.steps.length,
-      tokens: trajectory.totalTokens,
-      contextTokens: trajectory.contextTokens,
-      filesChanged: filesInPatch(patch),
-      elapsedMs: Date.now() - started,
-      model: replay ? `replay of ${modelUrl.slice('replay:'.length)}` : `${values.model} at ${modelUrl}`,
-      tests,
-      finalMessage: trajectory.finalMessage,
-      out: outDir,
-    };
-    await writeFile(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
-    process.stdout.write(formatSummary(summary, replay));
-    if (values.keep)
-      process.stdout.write(
-        `workspace kept at ${workdir} (a fresh repository: the base commit, the patch applied and staged)\n`,
-      );
-    return trajectory.exitReason === 'agent' && patch.length > 0 ? 0 : 1;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await new Promise((r) => canary.close(r));
-    if (!values.keep) await rm(tmp, { recursive: true, force: true });
-  }
 }
 
 /**
@@ -259,111 +255,6 @@ async function readIssue(arg: string): Promise<string> {
   return arg;
 }
 
-/** The user message for a local run: the issue text, quoted as data. */
-export function buildLocalInstruction(issueText: string): string {
-  return `Resolve the following issue in this repository.\n\n<issue>\n${issueText.trim()}\n</issue>`;
-}
-
-const GIT_ENV = {
-  ...process.env,
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_AUTHOR_NAME: 'frognano-bot',
-  GIT_AUTHOR_EMAIL: 'frognano-bot@localhost',
-  GIT_COMMITTER_NAME: 'frognano-bot',
-  GIT_COMMITTER_EMAIL: 'frognano-bot@localhost',
-};
-
-/**
- * Make `workdir` a FRESH repository holding `source`'s files at a base commit, with no remote:
- * a clone (of a local git repository's HEAD, or a git URL's default branch) or a copy (a plain
- * folder, without any `.git` in it). Fresh means a `.git` made here, with no hooks (`--template=`,
- * not even git's samples) and no config from the source: the sandbox gets only the tracked files
- * of it (through `archiveTrackedFiles`), and the patch is applied here afterwards.
- */
-async function prepareWorkspace(source: string, workdir: string): Promise<void> {
-  const git = (args: string[], cwd?: string) => run('git', args, { cwd, env: GIT_ENV, maxBuffer: 64 << 20 });
-  const isDir = existsSync(source) && statSync(source).isDirectory();
-  let isRepo = false;
-  if (isDir) {
-    try {
-      const top = (await git(['rev-parse', '--show-toplevel'], source)).stdout.trim();
-      isRepo = resolve(top) === resolve(source);
-    } catch {
-      isRepo = false;
-    }
-  }
-  if (isDir && !isRepo) {
-    await cp(source, workdir, {
-      recursive: true,
-      verbatimSymlinks: true,
-      filter: (p) => !p.split(/[\\/]/).includes('.git'),
-    });
-    await git(['init', '--quiet', '--template=', workdir]);
-  } else {
-    try {
-      await git([
-        'clone',
-        '--quiet',
-        '--template=',
-        '--no-hardlinks',
-        ...(isDir ? [] : ['--depth', '1']),
-        source,
-        workdir,
-      ]);
-    } catch (err) {
-      throw new AppError(
-        'CLONE_FAILED',
-        `could not clone ${source}: ${(err as { stderr?: string }).stderr ?? err}`,
-      );
-    }
-    await git(['remote', 'remove', 'origin'], workdir).catch(() => undefined);
-  }
-  await git(['add', '-A', '-f'], workdir);
-  await git(['commit', '--quiet', '--no-verify', '--allow-empty', '-m', 'frognano: base'], workdir).catch(
-    () => undefined,
-  );
-}
-
-interface TestResult {
-  command: string;
-  reason: string;
-  exitCode: number | null;
-  passed: boolean;
-  timedOut: boolean;
-  outputTail: string;
-}
-
-/** The tests on the patched tree, in a fresh (egress-probed) sandbox, as the pipeline runs them. */
-async function runTests(
-  factory: ReturnType<typeof createLocalSandboxFactory>,
-  workdir: string,
-  jobId: string,
-  given: string | undefined,
-  assertOffline: (sandbox: Sandbox) => Promise<void>,
-  logger: Logger,
-): Promise<TestResult | null> {
-  const r = await runTestsInSandbox({
-    sandboxFactory: factory,
-    sandboxId: `${jobId}-tests`,
-    tree: () => archiveTrackedFiles(workdir),
-    assertOffline,
-    testCommand: given ?? null,
-    setupCommand: null,
-    timeoutMs: 15 * 60_000,
-    logger,
-  });
-  if (!r) return null;
-  return {
-    command: r.command,
-    reason: given ? '--test-command' : r.source,
-    exitCode: r.exitCode,
-    passed: r.passed,
-    timedOut: r.timedOut,
-    outputTail: r.outputTail.split('\n').slice(-15).join('\n').trim(),
-  };
-}
-
 function createProgress(maxSteps: number): (step: TrajectoryStep) => void {
   return (step) => {
     const tools = step.toolCalls.map((c) => `${c.name}${describeCall(c.name, c.arguments)}`).join(', ');
@@ -385,24 +276,13 @@ function describeCall(name: string, raw: string): string {
   }
 }
 
-function formatSummary(
-  s: {
-    exitReason: string | null;
-    error: string | null;
-    steps: number;
-    tokens: { prompt: number; completion: number };
-    filesChanged: string[];
-    elapsedMs: number;
-    model: string;
-    tests: TestResult | null;
-    finalMessage: string | null;
-    out: string;
-  },
-  replay: boolean,
-): string {
+/** What `run` prints at the end, from `summary.json` (the folder publisher's). */
+function formatRunSummary(s: FolderSummary, replay: boolean): string {
+  const tests = s.tests;
   const lines = [
     '',
-    `exit reason   ${s.exitReason}${s.error ? ` (${s.error})` : ''}`,
+    `outcome       ${describeOutcome(s)} (exit code ${s.exitCode})`,
+    `exit reason   ${s.exitReason ?? 'none (the agent did not run)'}${s.error ? ` (${s.error})` : ''}`,
     `steps         ${s.steps}`,
     `tokens        ${
       replay && s.tokens.prompt + s.tokens.completion === 0
@@ -411,14 +291,19 @@ function formatSummary(
     }`,
     `files changed ${s.filesChanged.length === 0 ? 'none' : s.filesChanged.join(', ')}`,
     `tests         ${
-      s.tests
-        ? `${s.tests.passed ? 'passed' : s.tests.timedOut ? 'timed out' : `failed (exit ${s.tests.exitCode})`}: ${s.tests.command}`
+      tests
+        ? `${tests.passed ? 'passed' : tests.timedOut ? 'timed out' : `failed (exit ${tests.exitCode})`}: ${tests.command}`
         : 'not run (no patch or no test command found)'
     }`,
+    ...(s.verdict ? [`base → head   ${s.verdict}`] : []),
     `time          ${(s.elapsedMs / 1000).toFixed(1)} s`,
-    `model         ${s.model}`,
+    `model         ${String(s.model)}`,
     `written to    ${s.out}/{patch.diff,trajectory.json,summary.json}`,
   ];
+  for (const w of s.warnings) lines.push('', `WARNING: ${w}`);
+  for (const r of s.refusals) lines.push('', `REFUSED: ${r.reason}`, ...r.details.map((d) => `  ${d}`));
+  for (const d of s.outcome.kind === 'refused' && s.refusals.length === 0 ? s.outcome.details : [])
+    lines.push(`  ${d}`);
   if (s.finalMessage) {
     const msg = s.finalMessage.trim().split('\n').slice(0, 6).join('\n  ');
     lines.push('', 'final message (model output):', `  ${msg}`);
@@ -431,4 +316,17 @@ function formatSummary(
     );
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** The outcome for people: "patch ready", flagged, or the kind with its message. */
+function describeOutcome(s: FolderSummary): string {
+  if (s.exitCode === RUN_EXIT_CODES.patchReady) return 'patch ready';
+  if (s.exitCode === RUN_EXIT_CODES.patchFlagged)
+    return 'patch ready but FLAGGED: it modifies tests (see the warning)';
+  return `${s.outcome.kind}${s.outcome.message ? `: ${firstLine(s.outcome.message)}` : ''}`;
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }

@@ -9,11 +9,12 @@ import type { Trajectory } from '../../leaf/trajectory.js';
 import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { jobFilesDir } from './record-files.js';
 
-const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json | trajectory.jsonl> [--attempt N] [--dir DIR] [--lines N] [--json]
+const USAGE = `usage: frognano-bot trajectory <job id | trajectory.json | trajectory.jsonl> [--candidate N] [--dir DIR] [--lines N] [--json]
 
 Prints a stored trajectory as a readable transcript. DIR defaults to $TRAJECTORY_DIR, else
-${defaultTrajectoryDir()} (the worker's default). A job that ran several attempts (best-of-N) keeps
-each one: without --attempt the chosen attempt is printed, with --attempt N attempt N.
+${defaultTrajectoryDir()} (the worker's default). A job that ran several candidates (best-of-N) keeps
+each one: without --candidate the chosen candidate is printed, with --candidate N candidate N.
+(--attempt N, the option's former name, still works.)
 For \`frognano-bot run\`, pass its file: trajectory frognano-run/trajectory.json
 While a job runs (or after it crashed) its steps are in trajectory.jsonl, which is read the same way.`;
 
@@ -22,8 +23,11 @@ function defaultTrajectoryDir(): string {
   return ENV_DOCS.find((d) => d.name === 'TRAJECTORY_DIR')?.default ?? 'trajectories';
 }
 
-/** `attempts.json` of a best-of-N job (written by the pipeline); only what this command shows. */
-const attemptsSummarySchema = z.object({
+/**
+ * `candidates.json` of a best-of-N job (written by the pipeline; `attempts.json` in jobs stored before
+ * the rename); only what this command shows.
+ */
+const candidatesSummarySchema = z.object({
   chosen: z.number().int().nullable(),
   reason: z.string(),
   rows: z.array(z.object({ attempt: z.number().int(), chosen: z.boolean(), result: z.string() })),
@@ -40,6 +44,8 @@ export async function main(argv: string[]): Promise<number> {
         dir: { type: 'string' },
         lines: { type: 'string', default: '6' },
         json: { type: 'boolean', default: false },
+        candidate: { type: 'string' },
+        /** The former name of --candidate, kept so scripts that use it go on working. */
         attempt: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -54,19 +60,20 @@ export async function main(argv: string[]): Promise<number> {
   }
   const [id] = parsed.positionals;
   const lines = Number(parsed.values.lines);
-  const attempt = parsed.values.attempt === undefined ? undefined : Number(parsed.values.attempt);
+  const asked = parsed.values.candidate ?? parsed.values.attempt;
+  const candidate = asked === undefined ? undefined : Number(asked);
   if (
     !id ||
     !Number.isInteger(lines) ||
     lines < 1 ||
-    (attempt !== undefined && (!Number.isInteger(attempt) || attempt < 1))
+    (candidate !== undefined && (!Number.isInteger(candidate) || candidate < 1))
   ) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  if (attempt !== undefined && /\.jsonl?$/.test(id)) {
+  if (candidate !== undefined && /\.jsonl?$/.test(id)) {
     process.stderr.write(
-      `frognano-bot trajectory: --attempt needs a job id (attempts are stored per job); ${id} is one file\n`,
+      `frognano-bot trajectory: --candidate needs a job id (candidates are stored per job); ${id} is one file\n`,
     );
     return 2;
   }
@@ -76,32 +83,32 @@ export async function main(argv: string[]): Promise<number> {
     dir: id.endsWith('.json') ? localDir : await jobFilesDir(id, localDir),
   });
   let data: Trajectory;
-  if (attempt !== undefined) {
+  if (candidate !== undefined) {
     try {
-      data = (await store.load(store.trajectoryPath(id, `attempt-${attempt}`))) as Trajectory;
+      data = (await loadCandidate(store, id, candidate)) as Trajectory;
     } catch (err) {
       if (!(err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND')) throw err;
-      const stored = await storedAttempts(store.jobDir(id));
+      const stored = await storedCandidates(store.jobDir(id));
       throw new AppError(
         'TRAJECTORY_NOT_FOUND',
         stored.length > 0
-          ? `job ${id} has no attempt ${attempt}; stored attempts: ${stored.join(', ')}`
-          : `job ${id} has no per-attempt trajectories (it ran one attempt: leave out --attempt)`,
+          ? `job ${id} has no candidate ${candidate}; stored candidates: ${stored.join(', ')}`
+          : `job ${id} has no per-candidate trajectories (it ran one candidate: leave out --candidate)`,
       );
     }
   } else {
     try {
       data = (await store.load(id)) as Trajectory;
     } catch (err) {
-      // A best-of-N job with no chosen attempt has only its attempt files.
+      // A best-of-N job with no chosen candidate has only its candidate files.
       const stored =
         err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND' && !/\.jsonl?$/.test(id)
-          ? await storedAttempts(store.jobDir(id))
+          ? await storedCandidates(store.jobDir(id))
           : [];
       if (stored.length === 0) throw err;
       throw new AppError(
         'TRAJECTORY_NOT_FOUND',
-        `job ${id} has no chosen attempt; print one of its attempts with --attempt N (stored: ${stored.join(', ')})`,
+        `job ${id} has no chosen candidate; print one of its candidates with --candidate N (stored: ${stored.join(', ')})`,
       );
     }
   }
@@ -113,45 +120,61 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
     return 0;
   }
-  const header = /\.jsonl?$/.test(id) ? null : await attemptsHeader(store.jobDir(id), attempt);
+  const header = /\.jsonl?$/.test(id) ? null : await candidatesHeader(store.jobDir(id), candidate);
   process.stdout.write(
     `${header ? `${header}\n\n` : ''}${formatTranscript(data, { maxObservationLines: lines })}`,
   );
   return 0;
 }
 
-/** Attempt numbers with an `attempt-<n>.json` in the job's folder, ascending. */
-async function storedAttempts(jobDir: string): Promise<number[]> {
+/** A candidate's trajectory: `candidate-<n>.json`, else (a job stored before the rename) `attempt-<n>.json`. */
+async function loadCandidate(
+  store: ReturnType<typeof createTrajectoryStore>,
+  id: string,
+  n: number,
+): Promise<unknown> {
+  try {
+    return await store.load(store.trajectoryPath(id, `candidate-${n}`));
+  } catch (err) {
+    if (!(err instanceof AppError && err.code === 'TRAJECTORY_NOT_FOUND')) throw err;
+    return store.load(store.trajectoryPath(id, `attempt-${n}`));
+  }
+}
+
+/** Candidate numbers with a `candidate-<n>.json` (or older `attempt-<n>.json`) in the job's folder, ascending. */
+async function storedCandidates(jobDir: string): Promise<number[]> {
   const names = await readdir(jobDir).catch(() => [] as string[]);
-  return names
-    .map((n) => /^attempt-(\d+)\.json$/.exec(n)?.[1])
+  const numbers = names
+    .map((n) => /^(?:candidate|attempt)-(\d+)\.json$/.exec(n)?.[1])
     .filter((n): n is string => n !== undefined)
-    .map(Number)
-    .sort((a, b) => a - b);
+    .map(Number);
+  return [...new Set(numbers)].sort((a, b) => a - b);
 }
 
 /**
- * For a best-of-N job: which attempt is printed, whether it was chosen and why, and how to print
- * the others. `null` for a job with one attempt.
+ * For a best-of-N job: which candidate is printed, whether it was chosen and why, and how to print
+ * the others. `null` for a job with one candidate.
  */
-async function attemptsHeader(jobDir: string, attempt: number | undefined): Promise<string | null> {
+async function candidatesHeader(jobDir: string, candidate: number | undefined): Promise<string | null> {
+  const text = await readFile(join(jobDir, 'candidates.json'), 'utf8').catch(() =>
+    readFile(join(jobDir, 'attempts.json'), 'utf8').catch(() => null),
+  );
+  if (text === null) return null;
   let summary;
   try {
-    summary = attemptsSummarySchema.safeParse(
-      JSON.parse(await readFile(join(jobDir, 'attempts.json'), 'utf8')),
-    );
+    summary = candidatesSummarySchema.safeParse(JSON.parse(text));
   } catch {
     return null;
   }
   if (!summary.success || summary.data.rows.length < 2) return null;
   const { chosen, reason, rows } = summary.data;
-  const shown = attempt ?? chosen;
+  const shown = candidate ?? chosen;
   const lines = [
     shown === null
-      ? `No attempt was chosen (${rows.length} attempts). ${reason}`
-      : `Attempt ${shown} of ${rows.length}${shown === chosen ? ' (chosen)' : ''}. ${reason}`,
-    ...rows.map((r) => `  attempt ${r.attempt}${r.chosen ? ' (chosen)' : ''}: ${r.result}`),
-    'Print another with --attempt N.',
+      ? `No candidate was chosen (${rows.length} candidates). ${reason}`
+      : `Candidate ${shown} of ${rows.length}${shown === chosen ? ' (chosen)' : ''}. ${reason}`,
+    ...rows.map((r) => `  candidate ${r.attempt}${r.chosen ? ' (chosen)' : ''}: ${r.result}`),
+    'Print another with --candidate N.',
   ];
   return lines.join('\n');
 }

@@ -19,9 +19,8 @@ import { createWorkerMetrics, type WorkerMetrics } from '../../observability/met
 import { createRecordServices, type RecordServices } from '../../observability/record-services.js';
 import { sweepRecords } from '../../observability/record-retention.js';
 import { createRunRecorder } from '../../pipeline/run-recorder.js';
-import type { JobPolicy, ModelContext } from '../../pipeline/run-job.js';
+import type { ModelContext } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
-import type { JobRequest } from '../../pipeline/job-request.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
 import { createJobWorker, type FollowUpRunner, type JobRunner, type JobWorker } from '../../queue/worker.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
@@ -318,7 +317,8 @@ let pipelineModules:
       Pick<typeof import('../../pipeline/run-job.js'), 'runJob'> &
         Pick<typeof import('../../github-app/pull-request.js'), 'publishPullRequest'> &
         Pick<typeof import('../../llm/sglang-client.js'), 'createSglangClient'> &
-        Pick<typeof import('../../pipeline/publish-change.js'), 'noreplyEmail'>
+        Pick<typeof import('../../pipeline/publish-change.js'), 'noreplyEmail'> &
+        Pick<typeof import('../../pipeline/sources/repository-policy.js'), 'createRepositoryPolicyResolver'>
     >
   | undefined;
 
@@ -328,11 +328,13 @@ function loadPipeline(): NonNullable<typeof pipelineModules> {
     import('../../github-app/pull-request.js'),
     import('../../llm/sglang-client.js'),
     import('../../pipeline/publish-change.js'),
-  ]).then(([job, pr, llm, publish]) => ({
+    import('../../pipeline/sources/repository-policy.js'),
+  ]).then(([job, pr, llm, publish, policy]) => ({
     runJob: job.runJob,
     publishPullRequest: pr.publishPullRequest,
     createSglangClient: llm.createSglangClient,
     noreplyEmail: publish.noreplyEmail,
+    createRepositoryPolicyResolver: policy.createRepositoryPolicyResolver,
   }));
   return pipelineModules;
 }
@@ -391,7 +393,8 @@ function createPipelineRunner(input: {
   return async (data, ctx) => {
     // The pipeline (agent loop, model client, git, pull request) is loaded with the first job, so
     // an idle worker does not hold it (issue 12 item 13: memory high-water mark).
-    const { runJob, publishPullRequest, createSglangClient, noreplyEmail } = await loadPipeline();
+    const { runJob, publishPullRequest, createSglangClient, noreplyEmail, createRepositoryPolicyResolver } =
+      await loadPipeline();
     const createModel =
       options.createModel ??
       ((context: ModelContext) =>
@@ -415,8 +418,7 @@ function createPipelineRunner(input: {
         egressProbeTargets: env.egressProbeTargets,
         workDir: env.workDir,
         trajectoryDir: env.trajectoryDir,
-        resolvePolicy: (job, { defaultBranch }) =>
-          resolveJobPolicy(ctx.client, job, defaultBranch, policyStore),
+        resolvePolicy: createRepositoryPolicyResolver(ctx.client, () => policyStore.current()),
         appIdentity: { name: login, email: noreplyEmail({ login }, host) },
         publishPullRequest: run.wrapPublish(publishPullRequest),
         onFacts: (facts) => run.onFacts(facts),
@@ -426,39 +428,6 @@ function createPipelineRunner(input: {
     // The outcome stands whatever happens to the record; the status comment says where it is.
     return { ...outcome, record: await run.finish(outcome) };
   };
-}
-
-/**
- * The effective policy of a job's repository: admin policy, then the org and repository
- * `.github/frognano.yml` read from their default branches.
- *
- * @throws AppError `CONFIG_INVALID` (with `details.messages`) when a config file is invalid, and
- *   `POLICY_REFUSED` when the admin policy does not enable the repository.
- */
-async function resolveJobPolicy(
-  octokit: InstallationOctokit,
-  job: JobRequest,
-  defaultBranch: string,
-  policyStore: PolicyStore,
-): Promise<JobPolicy> {
-  const { loadRepoConfigs } = await import('../../config/repo-config.js');
-  const loaded = await loadRepoConfigs(octokit, job.owner, job.repo, defaultBranch);
-  if (loaded.errors.length > 0) {
-    throw new AppError('CONFIG_INVALID', 'the FrogNano configuration of this repository is invalid', {
-      details: { messages: loaded.errors },
-    });
-  }
-  const repo = `${job.owner}/${job.repo}`;
-  const policy = resolveEffectivePolicy({
-    policy: policyStore.current(),
-    repo,
-    orgConfig: loaded.orgConfig,
-    repoConfig: loaded.repoConfig,
-  });
-  if (!policy.enabled) {
-    throw new AppError('POLICY_REFUSED', `FrogNano bot is not enabled for ${repo} by the admin policy`);
-  }
-  return policy;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { codeSpan, formatCount, formatDuration, pluralize, table } from '../../text/markdown.js';
 import { describeExit } from '../run-tests.js';
-import type { AttemptChoice } from './choose-attempt.js';
+import type { CandidateChoice } from './choose-candidate.js';
 import type { TestComparison } from './compare-test-runs.js';
 import { WHOLE_SUITE } from './compare-test-runs.js';
 import { describeTampering, TESTS_MODIFIED_LABEL, type TamperingReport } from './test-tampering.js';
@@ -32,7 +32,7 @@ export interface EvidenceInput {
   head?: TestRunFacts | null;
   tampering: TamperingReport;
   /** The best-of-N decision; `null` or absent with a single attempt (no section then). */
-  choice?: AttemptChoice | null;
+  choice?: CandidateChoice | null;
 }
 
 /** What goes into the pull request. */
@@ -76,7 +76,7 @@ export function buildEvidence(input: EvidenceInput): Evidence {
     sections.push({ title: 'Changed test files', markdown: renderChangedTestFiles(input.tampering) });
   }
   if (input.choice && input.choice.rows.length > 1) {
-    sections.push({ title: 'Attempts', markdown: renderAttempts(input.choice) });
+    sections.push({ title: 'Attempts', markdown: renderCandidates(input.choice) });
   }
   return { warnings, sections, labels };
 }
@@ -195,7 +195,7 @@ export function renderChangedTestFiles(report: TamperingReport): string {
 }
 
 /** The "Attempts" section: why the chosen attempt won, then one row per attempt. */
-export function renderAttempts(choice: AttemptChoice): string {
+export function renderCandidates(choice: CandidateChoice): string {
   const rows = choice.rows.map((r) => [
     formatCount(r.attempt),
     `${r.chosen ? '**chosen** — ' : ''}${escapeCell(r.result)}`,

@@ -60,6 +60,17 @@ beforeAll(async () => {
     ],
   });
   await store.saveJson('none', 'attempt-1', trajectory('none', 'refused one'));
+  // A job stored after the rename: candidate-<n>.json and candidates.json.
+  for (const n of [1, 2])
+    await store.saveJson('new', `candidate-${n}`, trajectory('new', `answer of candidate ${n}`));
+  await store.saveJson('new', 'candidates', {
+    chosen: 1,
+    reason: 'Attempt 1 was chosen: it fixes 1 test.',
+    rows: [
+      { attempt: 1, chosen: true, result: '1 fixed' },
+      { attempt: 2, chosen: false, result: '0 fixed' },
+    ],
+  });
 });
 
 afterAll(async () => {
@@ -119,25 +130,33 @@ describe('frognano-bot trajectory', () => {
   it('prints the chosen attempt by default, with the list of attempts', async () => {
     const { code, out } = await run(['best']);
     expect(code).toBe(0);
-    expect(out).toContain('Attempt 2 of 2 (chosen). Attempt 2 was chosen: it fixes 1 test.');
-    expect(out).toContain('  attempt 1: 0 fixed');
+    expect(out).toContain('Candidate 2 of 2 (chosen). Attempt 2 was chosen: it fixes 1 test.');
+    expect(out).toContain('  candidate 1: 0 fixed');
     expect(out).toContain('model model-of-answer-of-attempt-2');
   });
 
   it('prints another attempt with --attempt N', async () => {
     const { code, out } = await run(['best', '--attempt', '1']);
     expect(code).toBe(0);
-    expect(out).toContain('Attempt 1 of 2. Attempt 2 was chosen');
+    expect(out).toContain('Candidate 1 of 2. Attempt 2 was chosen');
     expect(out).toContain('model model-of-answer-of-attempt-1');
   });
 
   it('names the stored attempts when the one asked for, or a chosen one, is missing', async () => {
     await expect(run(['best', '--attempt', '3'])).rejects.toSatisfy(
-      (err) => isAppError(err, 'TRAJECTORY_NOT_FOUND') && err.message.includes('stored attempts: 1, 2'),
+      (err) => isAppError(err, 'TRAJECTORY_NOT_FOUND') && err.message.includes('stored candidates: 1, 2'),
     );
     await expect(run(['none'])).rejects.toSatisfy(
-      (err) => isAppError(err, 'TRAJECTORY_NOT_FOUND') && err.message.includes('--attempt N (stored: 1)'),
+      (err) => isAppError(err, 'TRAJECTORY_NOT_FOUND') && err.message.includes('--candidate N (stored: 1)'),
     );
+  });
+
+  it('prints a candidate of a job stored with the new names, with --candidate N', async () => {
+    const { code, out } = await run(['new', '--candidate', '2']);
+    expect(code).toBe(0);
+    expect(out).toContain('Candidate 2 of 2. Attempt 1 was chosen');
+    expect(out).toContain('  candidate 1 (chosen): 1 fixed');
+    expect(out).toContain('model model-of-answer-of-candidate-2');
   });
 
   it('refuses --attempt with a file path', async () => {

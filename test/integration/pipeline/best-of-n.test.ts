@@ -92,11 +92,11 @@ describe('best-of-N', () => {
     const jobDir = join(fx.trajectoryDir, `${OWNER}.${REPO}.${data.issueNumber}.${data.deliveryId}`);
     expect((await readdir(jobDir)).sort()).toEqual(
       [
-        'attempt-1.json',
-        'attempt-2.json',
-        'attempts.json',
+        'candidate-1.json',
+        'candidate-2.json',
+        'candidates.json',
         'tests-base.log',
-        'tests-head-attempt-2.log',
+        'tests-head-candidate-2.log',
         'trajectory.json',
       ].sort(),
     );

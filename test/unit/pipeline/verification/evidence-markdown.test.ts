@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseAttempt } from '../../../../src/pipeline/verification/choose-attempt.js';
+import { chooseCandidate } from '../../../../src/pipeline/verification/choose-candidate.js';
 import {
   buildEvidence,
   renderTestComparison,
@@ -126,7 +126,7 @@ describe('buildEvidence', () => {
         ['test_calc::test_sub', 'failed'],
       ]),
     );
-    const choice = chooseAttempt([
+    const choice = chooseCandidate([
       { attempt: 1, status: 'refused', note: 'protected path' },
       { attempt: 2, status: 'verified', comparison: c, linesChanged: 2, filesChanged: 1 },
     ]);
@@ -142,7 +142,7 @@ describe('buildEvidence', () => {
   });
 
   it('has no attempts section for a single attempt and no table without tests', () => {
-    const choice = chooseAttempt([{ attempt: 1, status: 'verified', comparison: null, linesChanged: 1 }]);
+    const choice = chooseCandidate([{ attempt: 1, status: 'verified', comparison: null, linesChanged: 1 }]);
     expect(buildEvidence({ comparison: null, tampering: NO_TAMPERING, choice })).toEqual({
       warnings: [],
       sections: [],

@@ -17,7 +17,7 @@ import type { TestComparison } from './compare-test-runs.js';
  */
 
 /** What became of one attempt. */
-export type AttemptStatus =
+export type CandidateStatus =
   /** Patch applied, checked and tested: a candidate. */
   | 'verified'
   /** The model changed nothing. */
@@ -28,10 +28,10 @@ export type AttemptStatus =
   | 'failed';
 
 /** One attempt, as the chooser sees it. */
-export interface AttemptResult {
+export interface CandidateResult {
   /** 1-based attempt number. */
   attempt: number;
-  status: AttemptStatus;
+  status: CandidateStatus;
   /** For `verified`: the base → head comparison, or `null` when the repository has no tests. */
   comparison?: TestComparison | null;
   /** Lines added plus removed by the patch. */
@@ -47,7 +47,7 @@ export interface AttemptResult {
 }
 
 /** One row of the attempts table. */
-export interface AttemptRow {
+export interface CandidateRow {
   attempt: number;
   chosen: boolean;
   /** What the attempt achieved, for people: `1 fixed, 0 broken, 1 still failing; 4 lines in 1 file`. */
@@ -55,24 +55,24 @@ export interface AttemptRow {
 }
 
 /** The decision. */
-export interface AttemptChoice {
+export interface CandidateChoice {
   /** The chosen attempt, or `null` when no attempt is a candidate. */
-  winner: AttemptResult | null;
+  winner: CandidateResult | null;
   /** Why, one or two sentences for the pull request (also when there is no winner). */
   reason: string;
   /** Every attempt, in attempt order. */
-  rows: AttemptRow[];
+  rows: CandidateRow[];
 }
 
 interface Ranked {
-  a: AttemptResult;
+  a: CandidateResult;
   nothingBroken: boolean;
   fixed: number;
   tampered: boolean;
   lines: number;
 }
 
-function rank(a: AttemptResult): Ranked {
+function rank(a: CandidateResult): Ranked {
   const c = a.comparison ?? null;
   return {
     a,
@@ -97,7 +97,7 @@ function compare(x: Ranked, y: Ranked): number {
  *
  * @param attempts every attempt, in any order (rows come back in attempt order).
  */
-export function chooseAttempt(attempts: readonly AttemptResult[]): AttemptChoice {
+export function chooseCandidate(attempts: readonly CandidateResult[]): CandidateChoice {
   const ordered = [...attempts].sort((x, y) => x.attempt - y.attempt);
   const candidates = ordered
     .filter((a) => a.status === 'verified')
@@ -107,7 +107,7 @@ export function chooseAttempt(attempts: readonly AttemptResult[]): AttemptChoice
   const rows = ordered.map((a) => ({
     attempt: a.attempt,
     chosen: best !== undefined && a === best.a,
-    result: describeAttempt(a),
+    result: describeCandidate(a),
   }));
   if (!best) {
     return {
@@ -161,7 +161,7 @@ function lines(n: number): string {
 }
 
 /** One line about an attempt for the attempts table. */
-export function describeAttempt(a: AttemptResult): string {
+export function describeCandidate(a: CandidateResult): string {
   switch (a.status) {
     case 'no_change':
       return 'no change';

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { chooseAttempt, type AttemptResult } from '../../../../src/pipeline/verification/choose-attempt.js';
+import {
+  chooseCandidate,
+  type CandidateResult,
+} from '../../../../src/pipeline/verification/choose-candidate.js';
 import type { TestComparison } from '../../../../src/pipeline/verification/compare-test-runs.js';
 
 function comparison(fixed: number, broken: number, stillFailing = 0): TestComparison {
@@ -24,7 +27,7 @@ function verified(
   broken: number,
   lines: number,
   tampered = false,
-): AttemptResult {
+): CandidateResult {
   return {
     attempt,
     status: 'verified',
@@ -35,9 +38,9 @@ function verified(
   };
 }
 
-describe('chooseAttempt', () => {
+describe('chooseCandidate', () => {
   it('prefers an attempt that breaks nothing over one that fixes more but breaks a test', () => {
-    const choice = chooseAttempt([verified(1, 2, 1, 10), verified(2, 1, 0, 30)]);
+    const choice = chooseCandidate([verified(1, 2, 1, 10), verified(2, 1, 0, 30)]);
     expect(choice.winner?.attempt).toBe(2);
     expect(choice.reason).toBe(
       'Attempt 2 was chosen: it breaks no test, while attempt 1 (the next best) breaks 1 test.',
@@ -45,7 +48,7 @@ describe('chooseAttempt', () => {
   });
 
   it('then prefers the attempt that fixes the most tests', () => {
-    const choice = chooseAttempt([verified(1, 0, 0, 2), verified(2, 1, 0, 40), verified(3, 0, 0, 1)]);
+    const choice = chooseCandidate([verified(1, 0, 0, 2), verified(2, 1, 0, 40), verified(3, 0, 0, 1)]);
     expect(choice.winner?.attempt).toBe(2);
     expect(choice.reason).toBe(
       'Attempt 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: attempt 3 with none fixed).',
@@ -53,21 +56,21 @@ describe('chooseAttempt', () => {
   });
 
   it('then the attempt that leaves the tests alone, then the smallest diff, then the earliest', () => {
-    expect(chooseAttempt([verified(1, 1, 0, 2, true), verified(2, 1, 0, 9)]).reason).toBe(
+    expect(chooseCandidate([verified(1, 1, 0, 2, true), verified(2, 1, 0, 9)]).reason).toBe(
       'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, and it leaves the tests alone while attempt 1 modifies them.',
     );
-    const bySize = chooseAttempt([verified(1, 1, 0, 9), verified(2, 1, 0, 4), verified(3, 1, 0, 4)]);
+    const bySize = chooseCandidate([verified(1, 1, 0, 9), verified(2, 1, 0, 4), verified(3, 1, 0, 4)]);
     expect(bySize.winner?.attempt).toBe(2);
     expect(bySize.reason).toBe(
       'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 3, with a change of the same size; the earlier attempt is kept.',
     );
-    expect(chooseAttempt([verified(1, 1, 0, 9), verified(2, 1, 0, 4)]).reason).toBe(
+    expect(chooseCandidate([verified(1, 1, 0, 9), verified(2, 1, 0, 4)]).reason).toBe(
       'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, with the smaller change (4 lines against 9 lines).',
     );
   });
 
   it('never chooses a refused, failed or empty attempt, and lists every attempt in order', () => {
-    const choice = chooseAttempt([
+    const choice = chooseCandidate([
       { attempt: 3, status: 'failed', note: 'the model server did not answer' },
       { attempt: 1, status: 'refused', note: 'the change touches `.github/workflows/ci.yml`' },
       verified(2, 1, 0, 4),
@@ -86,7 +89,7 @@ describe('chooseAttempt', () => {
   });
 
   it('has no winner when no attempt is a candidate', () => {
-    const choice = chooseAttempt([
+    const choice = chooseCandidate([
       { attempt: 1, status: 'no_change' },
       { attempt: 2, status: 'refused', note: 'secret' },
     ]);
@@ -97,7 +100,7 @@ describe('chooseAttempt', () => {
   });
 
   it('takes a repository without tests as breaking nothing and fixing nothing', () => {
-    const choice = chooseAttempt([
+    const choice = chooseCandidate([
       { attempt: 1, status: 'verified', comparison: null, linesChanged: 8 },
       { attempt: 2, status: 'verified', comparison: null, linesChanged: 3, tampered: false },
     ]);

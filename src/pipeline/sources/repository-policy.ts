@@ -1,0 +1,41 @@
+import { AppError } from '../../app-error.js';
+import { resolveEffectivePolicy, type AdminPolicy } from '../../config/policy.js';
+import { loadRepoConfigs } from '../../config/repo-config.js';
+import type { GitHubClient } from '../github-client.js';
+import type { JobPolicy } from '../job-context.js';
+import type { JobRequest } from '../job-request.js';
+
+/**
+ * The policy resolver of the worker's GitHub jobs: admin policy (`adminPolicy()`, the policy
+ * file's current value), then the org and repository `.github/frognano.yml` read from their
+ * default branches through `octokit`.
+ *
+ * @returns `(request, { defaultBranch }) => policy`, the shape `RunJobDeps.resolvePolicy` takes.
+ *   It throws AppError `CONFIG_INVALID` (with `details.messages`) when a config file is invalid,
+ *   `POLICY_REFUSED` when the admin policy does not enable the repository, and `GITHUB_API_ERROR`
+ *   when the config files cannot be read.
+ */
+export function createRepositoryPolicyResolver(
+  octokit: GitHubClient,
+  adminPolicy: () => AdminPolicy,
+): (request: JobRequest, context: { defaultBranch: string }) => Promise<JobPolicy> {
+  return async (request, { defaultBranch }) => {
+    const loaded = await loadRepoConfigs(octokit, request.owner, request.repo, defaultBranch);
+    if (loaded.errors.length > 0) {
+      throw new AppError('CONFIG_INVALID', 'the FrogNano configuration of this repository is invalid', {
+        details: { messages: loaded.errors },
+      });
+    }
+    const repo = `${request.owner}/${request.repo}`;
+    const policy = resolveEffectivePolicy({
+      policy: adminPolicy(),
+      repo,
+      orgConfig: loaded.orgConfig,
+      repoConfig: loaded.repoConfig,
+    });
+    if (!policy.enabled) {
+      throw new AppError('POLICY_REFUSED', `FrogNano bot is not enabled for ${repo} by the admin policy`);
+    }
+    return policy;
+  };
+}
