@@ -55,6 +55,11 @@ function toLoadError(err: unknown): PolicyLoadError {
   return { message: err instanceof Error ? err.message : String(err), messages, at: new Date() };
 }
 
+/** One warning per deprecated key the policy uses (e.g. `attempts` for `candidates`). */
+function logDeprecations(log: Logger, policy: AdminPolicy): void {
+  for (const warning of policy.warnings ?? []) log.warn({ policyWarning: true }, warning);
+}
+
 /**
  * Load the admin policy from `options.path` and keep it current.
  *
@@ -95,6 +100,7 @@ export function createPolicyStore(options: PolicyStoreOptions): PolicyStore {
   let closed = false;
   let queue: Promise<unknown> = Promise.resolve();
   log.info({ rules: policy.rules.length }, 'admin policy loaded');
+  logDeprecations(log, policy);
 
   const fileSignature = async (): Promise<string | null> => {
     try {
@@ -120,6 +126,7 @@ export function createPolicyStore(options: PolicyStoreOptions): PolicyStore {
       error = null;
       if (changed) {
         log.info({ rules: parsed.rules.length }, 'admin policy reloaded');
+        logDeprecations(log, parsed);
         options.onChange?.(parsed);
       }
       return { ok: true, changed };

@@ -10,6 +10,7 @@ import {
   policyReviewShape,
   policySettingsShape,
   quantitiesShape,
+  renameDeprecatedKeys,
   resourcesShape,
   sandboxShape,
   type PolicySettings,
@@ -25,7 +26,7 @@ import { configInvalid, formatIssues, parseYamlText } from './validation-message
  *   → org `.github/frognano.yml` (in `{owner}/.github`) → repo `.github/frognano.yml`
  *
  * Org and repo layers may only set repository keys (settings-schema.ts); `maxSteps`, `maxTimeSec` and
- * `attempts` from them are clamped to the value the admin layers resolved (the admin value is both
+ * `candidates` from them are clamped to the value the admin layers resolved (the admin value is both
  * the default and the cap). `protectedPaths` and `instructions` add up across all layers instead of
  * replacing each other, so no layer can remove a protection or an instruction of a layer below.
  *
@@ -62,7 +63,7 @@ const ruleSchema = z.strictObject(
 
 /** Bounds of the `eval` section's keys, inclusive. Units: candidates, steps, seconds, tasks. */
 export const EVAL_LIMITS = {
-  candidates: HARD_LIMITS.attempts,
+  candidates: HARD_LIMITS.candidates,
   maxSteps: HARD_LIMITS.maxSteps,
   maxTimeSec: HARD_LIMITS.maxTimeSec,
   concurrency: { min: 1, max: 32 },
@@ -113,6 +114,11 @@ export interface AdminPolicy {
   rules: PolicyRule[];
   /** The `eval` section, when the file has one. */
   eval?: EvalPolicy;
+  /**
+   * Deprecation warnings (an old key name used, see settings-schema.ts `DEPRECATED_KEYS`), in
+   * validation-message style; absent when there are none. The policy store logs them.
+   */
+  warnings?: string[];
 }
 
 /** The policy used when no POLICY_FILE is configured: built-in defaults only. */
@@ -170,14 +176,21 @@ export function parseAdminPolicy(text: string, source: string): AdminPolicy {
       formatIssues(source, result.error.issues, { knownKeys: policyKnownKeys, refusedKey: policyRefusedKey }),
     );
   }
+  const warnings: string[] = [];
+  const renamed = (settings: PolicySettings, path: string): PolicySettings => {
+    const out = renameDeprecatedKeys(settings, `${source}: ${path}.`);
+    warnings.push(...out.warnings);
+    return out.settings;
+  };
   return {
     source,
     ...(result.data.eval ? { eval: result.data.eval } : {}),
-    defaults: result.data.defaults ?? {},
-    rules: (result.data.rules ?? []).map(({ match, ...settings }) => ({
+    defaults: renamed(result.data.defaults ?? {}, 'defaults'),
+    rules: (result.data.rules ?? []).map(({ match, ...settings }, i) => ({
       match: typeof match === 'string' ? [match] : match,
-      settings,
+      settings: renamed(settings, `rules[${i}]`),
     })),
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
 }
 
@@ -193,7 +206,7 @@ export interface EffectiveSandbox {
 
 /** A repository value lowered to the admin cap (mentioned in the status comment). */
 export interface Clamp {
-  key: 'maxSteps' | 'maxTimeSec' | 'attempts';
+  key: 'maxSteps' | 'maxTimeSec' | 'candidates';
   /** What the org or repo file asked for. */
   requested: number;
   /** What applies (equals `cap`). */
@@ -206,7 +219,7 @@ export interface Clamp {
 }
 
 /**
- * Everything a job needs to know, resolved for one repository. Units: steps, seconds, tokens, tries.
+ * Everything a job needs to know, resolved for one repository. Units: steps, seconds, tokens, candidates.
  *
  * `sources` says where each value came from, keyed by key path (`maxSteps`, `sandbox.image`,
  * `sandbox.resources.limits.memory`…): `default`, `policy:defaults`, `policy:rule[i] (glob)`,
@@ -229,10 +242,11 @@ export interface EffectivePolicy {
   /** Completion tokens per step. */
   maxTokensPerTurn: number;
   /**
-   * Independent agent attempts per job (best-of-N, issue 6): each runs in its own sandbox, and the best
-   * verified one is published. Default 1. (Retries after an infrastructure error are `JOB_RETRIES`.)
+   * Candidates per job (best-of-N, issue 6): independent agent runs, each in its own sandbox, of which
+   * the best verified one is published. Default 1. (Retries after an infrastructure error are
+   * `JOB_RETRIES`.) The old key `attempts` is read as this one, with a deprecation warning.
    */
-  attempts: number;
+  candidates: number;
   /** Jobs of this repository running at once (see queue/concurrency-limiter.ts). */
   concurrencyPerRepo: number;
   /**
@@ -289,7 +303,7 @@ export const BUILT_IN_DEFAULTS: Readonly<Omit<EffectivePolicy, 'repo' | 'clamps'
     maxTimeSec: LEAF_PROTOCOL.limits.max_total_time_sec,
     maxContextTokens: LEAF_PROTOCOL.limits.max_context_tokens,
     maxTokensPerTurn: LEAF_PROTOCOL.limits.max_completion_tokens_per_turn,
-    attempts: 1,
+    candidates: 1,
     concurrencyPerRepo: 1,
     maxFollowUps: 3,
     sandbox: {
@@ -328,7 +342,7 @@ export function resolveEvalDefaults(policy: AdminPolicy = EMPTY_ADMIN_POLICY): R
 /** Keys whose values add up across layers instead of replacing each other. */
 const ADDITIVE_KEYS = new Set(['protectedPaths', 'instructions']);
 /** Keys an org/repo layer may set only up to the admin-resolved value. */
-const CLAMPED_KEYS = ['maxSteps', 'maxTimeSec', 'attempts'] as const;
+const CLAMPED_KEYS = ['maxSteps', 'maxTimeSec', 'candidates'] as const;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -379,7 +393,7 @@ function matchRule(rule: PolicyRule, repo: string): string | undefined {
  *
  * Order: built-in defaults → `policy.defaults` → each rule whose `match` matches `repo`, in file
  * order (a later matching rule overrides the keys it sets; keys it does not set keep the earlier
- * value) → `orgConfig` → `repoConfig`. For `maxSteps`, `maxTimeSec` and `attempts`, the value after
+ * value) → `orgConfig` → `repoConfig`. For `maxSteps`, `maxTimeSec` and `candidates`, the value after
  * the admin layers is the cap: an org/repo value above it is lowered to it and reported in `clamps`.
  * `protectedPaths` is the union of all layers (built-in first); `instructions` are all layers' texts
  * joined by a blank line.

@@ -4,6 +4,7 @@ import {
   ADMIN_ONLY_KEYS,
   REPO_KEYS,
   SANDBOX_KEYS,
+  renameDeprecatedKeys,
   repoReviewShape,
   repoSettingsSchema,
   type RepoSettings,
@@ -25,7 +26,10 @@ export const MAX_REPO_CONFIG_BYTES = 64 * 1024;
  */
 export interface RepoConfig {
   source: string;
+  /** The file's values, deprecated key names already renamed (`attempts` → `candidates`). */
   settings: RepoSettings;
+  /** Deprecation warnings (an old key name used), validation-message style; absent when none. */
+  warnings?: string[];
 }
 
 /**
@@ -73,7 +77,8 @@ export function parseRepoConfig(text: string, source: string): RepoConfig {
       }),
     );
   }
-  return { source, settings: result.data };
+  const { settings, warnings } = renameDeprecatedKeys(result.data, `${source}: `);
+  return { source, settings, ...(warnings.length > 0 ? { warnings } : {}) };
 }
 
 /**

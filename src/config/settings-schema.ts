@@ -17,14 +17,14 @@ const LIMITS = LEAF_PROTOCOL.limits;
 /**
  * Hard bounds of the numeric keys, inclusive. The Leaf limits (`src/protocol/protocol.json`, the values
  * FrogNano-4B was evaluated with) are the ceiling; admins set lower caps in the policy.
- * Units: steps (model requests), seconds, tokens, tries, jobs.
+ * Units: steps (model requests), seconds, tokens, candidates, jobs, follow-up rounds.
  */
 export const HARD_LIMITS = {
   maxSteps: { min: 1, max: LIMITS.max_steps },
   maxTimeSec: { min: 60, max: LIMITS.max_total_time_sec },
   maxContextTokens: { min: 4096, max: LIMITS.max_context_tokens },
   maxTokensPerTurn: { min: 256, max: LIMITS.max_completion_tokens_per_turn },
-  attempts: { min: 1, max: 5 },
+  candidates: { min: 1, max: 5 },
   concurrencyPerRepo: { min: 1, max: 50 },
   maxFollowUps: { min: 0, max: 20 },
 } as const;
@@ -175,8 +175,14 @@ export const repoSettingsShape = {
   maxSteps: wholeNumber(HARD_LIMITS.maxSteps),
   /** Wall-clock seconds per run; clamped to the admin cap. */
   maxTimeSec: wholeNumber(HARD_LIMITS.maxTimeSec),
-  /** Tries of a job that fails with a retryable error; clamped to the admin cap. */
-  attempts: wholeNumber(HARD_LIMITS.attempts),
+  /**
+   * Candidates per job (best-of-N): independent agent runs, each in its own sandbox, of which the best
+   * verified one is published; clamped to the admin cap. (Retries after an infrastructure error are
+   * `JOB_RETRIES`, not a policy key.)
+   */
+  candidates: wholeNumber(HARD_LIMITS.candidates),
+  /** Deprecated name of `candidates` (see {@link DEPRECATED_KEYS}); read, renamed, warned about. */
+  attempts: wholeNumber(HARD_LIMITS.candidates),
   /** Closing keyword written before the issue reference in the pull request body. */
   fixesKeyword,
   /** The human review gate: `requireSecondPerson` (a requester's approval alone does not count). */
@@ -221,9 +227,55 @@ export type PolicySettings = z.output<typeof policySettingsSchema>;
 /** Kubernetes-style resource quantities of the sandbox. */
 export type ResourceQuantities = { cpu?: string; memory?: string; 'ephemeral-storage'?: string };
 
-export const REPO_KEYS: readonly string[] = Object.keys(repoSettingsShape);
+/**
+ * Keys still accepted under an old name, old → new. The schemas accept both; {@link renameDeprecatedKeys}
+ * turns the old into the new one and says so. Messages listing the allowed keys name the new ones only.
+ */
+export const DEPRECATED_KEYS: Readonly<Record<string, string>> = { attempts: 'candidates' };
+
+const current = (keys: string[]): readonly string[] => keys.filter((k) => !(k in DEPRECATED_KEYS));
+
+/** Keys of a repository file (deprecated names left out: they are for messages). */
+export const REPO_KEYS: readonly string[] = current(Object.keys(repoSettingsShape));
 export const ADMIN_ONLY_KEYS: readonly string[] = Object.keys(adminOnlySettingsShape);
-export const POLICY_SETTINGS_KEYS: readonly string[] = Object.keys(policySettingsShape);
+/** Keys of one layer of the admin policy (deprecated names left out). */
+export const POLICY_SETTINGS_KEYS: readonly string[] = current(Object.keys(policySettingsShape));
+
+/**
+ * One layer's settings with the {@link DEPRECATED_KEYS} renamed, and a warning per old key used, e.g.
+ *
+ *     .github/frognano.yml: attempts: is deprecated, write "candidates: 2" instead (the same meaning: candidates per job, best-of-N)
+ *     policy.yaml: defaults.attempts: is deprecated and ignored: "candidates" is also set and wins (candidates: 3); remove "attempts"
+ *
+ * When both names are given the new one wins.
+ *
+ * @param settings a parsed layer (a repository file, the policy's `defaults` or one rule); not changed.
+ * @param where how the warning names the layer: the file, then `: ` and the key path prefix when the
+ *   layer is nested (`policy.yaml: defaults.`), else the file and `: `.
+ */
+export function renameDeprecatedKeys<T extends Record<string, unknown>>(
+  settings: T,
+  where: string,
+): { settings: T; warnings: string[] } {
+  const out: Record<string, unknown> = { ...settings };
+  const warnings: string[] = [];
+  for (const [old, key] of Object.entries(DEPRECATED_KEYS)) {
+    if (out[old] === undefined) continue;
+    const value = out[old];
+    delete out[old];
+    if (out[key] === undefined) {
+      out[key] = value;
+      warnings.push(
+        `${where}${old}: is deprecated, write "${key}: ${String(value)}" instead (the same meaning: candidates per job, best-of-N)`,
+      );
+    } else {
+      warnings.push(
+        `${where}${old}: is deprecated and ignored: "${key}" is also set and wins (${key}: ${String(out[key])}); remove "${old}"`,
+      );
+    }
+  }
+  return { settings: out as T, warnings };
+}
 
 /** Keys people put at the top level that belong under `sandbox:`. */
 export const SANDBOX_KEYS: readonly string[] = Object.keys(sandboxShape);

@@ -68,7 +68,7 @@ export async function stagedDiffStat(dir: string): Promise<{ stat: string; files
 
 /**
  * Undo an applied patch: index and working tree back to `HEAD` (`git reset --hard`; files the patch
- * added to the index are removed with it). Used between the attempts of a best-of-N job, which are
+ * added to the index are removed with it). Used between the candidates of a best-of-N job, which are
  * verified one after the other in the same clone.
  *
  * @throws AppError `GIT_FAILED`, `CANCELLED`.

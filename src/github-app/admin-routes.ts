@@ -98,8 +98,8 @@ function parseBasic(header: string | undefined): { user: string; password: strin
  * - `GET /admin/queues` — Bull Board (the BullMQ dashboard) for `queues`, read-only unless
  *   `readOnly: false`, every asset served from here (no external fonts; a `'self'`-only CSP).
  * - `GET /admin/policy?repo=owner/name` — JSON: the effective policy of that repository, where each
- *   value came from (`sources`), clamps, the repository configuration errors, and the policy file's
- *   reload error if any.
+ *   value came from (`sources`), clamps, the repository configuration errors and deprecation
+ *   warnings, the policy file's deprecation warnings (`policyWarnings`) and its reload error if any.
  *
  * Everything is behind HTTP Basic auth with the admin credentials (compared in constant time). A
  * request without valid credentials gets 401 with `WWW-Authenticate`. When the credentials are not
@@ -193,12 +193,14 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       repo: repo.data,
       policyFile: policyStore.path,
       policyReloadError: policyStore.lastError(),
+      policyWarnings: policyStore.current().warnings ?? [],
       repositoryConfig: loaded
         ? {
             read: true,
             org: loaded.orgConfig?.source ?? null,
             repo: loaded.repoConfig?.source ?? null,
             errors: loaded.errors,
+            warnings: [...(loaded.orgConfig?.warnings ?? []), ...(loaded.repoConfig?.warnings ?? [])],
           }
         : { read: false, note: 'repository configuration not read: admin layers only' },
       effective,

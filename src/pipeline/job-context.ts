@@ -27,7 +27,7 @@ export type JobPolicy = Pick<
   Partial<
     Pick<
       EffectivePolicy,
-      'maxContextTokens' | 'maxTokensPerTurn' | 'attempts' | 'sources' | 'clamps' | 'sandbox'
+      'maxContextTokens' | 'maxTokensPerTurn' | 'candidates' | 'sources' | 'clamps' | 'sandbox'
     >
   >;
 
@@ -42,7 +42,7 @@ export interface JobProgress {
 /** What a model client of one candidate is made for. */
 export interface ModelContext {
   /** 1-based candidate number. */
-  attempt: number;
+  candidate: number;
   /** The policy's `maxTokensPerTurn`: the request's `max_completion_tokens`; absent = the Leaf default. */
   maxCompletionTokens?: number;
 }

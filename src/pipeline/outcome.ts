@@ -121,8 +121,8 @@ export interface RunSummary {
     /** One sentence comparing the base and the patched tree (fixed, broken…), when both ran. */
     verdict?: string;
   };
-  /** With best-of-N: which attempt this summary is of, out of how many. */
-  attempt?: { number: number; of: number };
+  /** With best-of-N: which candidate this summary is of, out of how many. */
+  candidate?: { number: number; of: number };
   /**
    * The step and time caps the loop ran under, each with where its value came from (an
    * `EffectivePolicy.sources` value: `default`, `policy:defaults`, `policy:rule[i] (glob)`, `org`,

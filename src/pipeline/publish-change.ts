@@ -30,7 +30,7 @@ export interface PullRequestBodyInput {
   requester: string;
   /** Plain-text warnings shown at the top (e.g. failing tests); issue 6 adds tampering flags here. */
   warnings: string[];
-  /** Extra sections after the standard ones (e.g. a base/head test table, best-of-N attempts). */
+  /** Extra sections after the standard ones (e.g. a base/head test table, best-of-N candidates). */
   sections: Array<{ title: string; markdown: string }>;
 }
 

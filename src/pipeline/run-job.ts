@@ -37,15 +37,15 @@ export interface RunJobDeps {
   gitBaseUrl: string;
   sandboxFactory: SandboxFactory;
   /**
-   * A model client for one attempt (called once per attempt, in attempt order; `attempt` is
-   * 1-based). Attempts are independent: nothing is shared between their conversations.
+   * A model client for one candidate (called once per candidate, in candidate order; `candidate` is
+   * 1-based). Candidates are independent: nothing is shared between their conversations.
    */
   createModel: (context: ModelContext) => ChatModel;
   /**
-   * Attempts of a best-of-N job run at once, each in its own sandbox (default
+   * Candidates of a best-of-N job run at once, each in its own sandbox (default
    * {@link DEFAULT_PARALLEL_CANDIDATES}); more wait for a free lane.
    */
-  maxParallelAttempts?: number;
+  maxParallelCandidates?: number;
   /** Limits of a patch (files, lines, file size, binary files); default `DEFAULT_PATCH_LIMITS`. */
   patchLimits?: Partial<PatchLimits>;
   /** Base URL of the model server, probed from inside the sandbox (it must NOT be reachable there). */
@@ -131,7 +131,7 @@ export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobCont
     sandboxFactory: createProbedSandboxFactory(deps.sandboxFactory, targets, ctx.logger),
     progress: ctx.progress,
     createModel: deps.createModel,
-    maxParallelCandidates: deps.maxParallelAttempts,
+    maxParallelCandidates: deps.maxParallelCandidates,
     patchLimits: deps.patchLimits,
     testTimeoutMs: deps.testTimeoutMs,
     onFacts: deps.onFacts,

@@ -14,7 +14,7 @@ import { detectTestTampering, type TamperingReport } from './verification/test-t
 import { runTests, type TestRun } from './run-tests.js';
 
 /**
- * The test run on the base tree, shared by the attempts of a job: run by the first verify that
+ * The test run on the base tree, shared by the candidates of a job: run by the first verify that
  * needs it (`run` is `undefined` until then; `null` when the base tree has no test command).
  */
 export interface BaseTestsMemo {
@@ -42,11 +42,11 @@ export interface VerifyPatchOptions {
   protectedPaths: readonly string[];
   /** Patch limits; absent fields use `DEFAULT_PATCH_LIMITS`. */
   limits?: Partial<PatchLimits>;
-  /** The base run, shared across the attempts of the job. */
+  /** The base run, shared across the candidates of the job. */
   base: BaseTestsMemo;
   /**
    * Name of this patch's test run: its sandbox is `<jobId>-<name>` and its log `<name>.log` in the
-   * store. Default `tests-head`; best-of-N uses `tests-head-attempt-<n>`.
+   * store. Default `tests-head`; best-of-N uses `tests-head-candidate-<n>`.
    */
   headName?: string;
   /** Where the full test logs are kept (`<jobId>/tests-base.log`, `<jobId>/<headName>.log`). */

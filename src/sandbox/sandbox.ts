@@ -127,7 +127,7 @@ export class SandboxFileError extends Error {
   }
 }
 
-/** Creates sandboxes; one per job attempt (and a fresh one for each test run). */
+/** Creates sandboxes; one per candidate of a job (and a fresh one for each test run). */
 export interface SandboxFactory {
   readonly driver: string;
   /**

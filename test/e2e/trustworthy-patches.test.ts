@@ -110,7 +110,7 @@ beforeAll(async () => {
     env: { WORKER_CONCURRENCY: '5' },
     worker: {
       // The attempt travels as the API key, so the scripted server can answer each attempt differently.
-      createModel: ({ attempt }, { model, env, logger }) =>
+      createModel: ({ candidate: attempt }, { model, env, logger }) =>
         createSglangClient({
           baseURL: model.url,
           model: env.modelName,
@@ -232,7 +232,7 @@ describe('e2e: every pull request carries evidence', () => {
     const body = pr!.body ?? '';
     expect(body).toContain('### Attempts');
     expect(body).toContain(
-      'Attempt 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: attempt 1 with none fixed).',
+      'Candidate 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: candidate 1 with none fixed).',
     );
     expect(body).toContain('| 1 | 0 fixed, 0 broken, 2 still failing; 2 lines in 1 file |');
     expect(body).toContain('| 2 | **chosen** — 1 fixed, 0 broken, 1 still failing; 2 lines in 1 file |');

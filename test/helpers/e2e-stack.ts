@@ -45,7 +45,7 @@ export interface E2eStackOptions {
   worker?:
     | false
     | (Pick<StartWorkerOptions, 'port'> & {
-        createModel?: (context: { attempt: number }, stack: E2eStack) => ChatModel;
+        createModel?: (context: { candidate: number }, stack: E2eStack) => ChatModel;
       });
 }
 

@@ -233,7 +233,7 @@ function renderRecord(r: RunRecord, e: JobEntry): string[] {
   lines.push(row('Protocol', `${r.protocol.file} sha256 ${r.protocol.sha256}`));
   if (r.policy) {
     const p = r.policy.effective;
-    const picks = ['maxSteps', 'maxTimeSec', 'attempts', 'testCommand', 'protectedPaths']
+    const picks = ['maxSteps', 'maxTimeSec', 'candidates', 'testCommand', 'protectedPaths']
       .filter((k) => p[k] !== undefined)
       .map((k) => `${k} ${JSON.stringify(p[k])}`);
     lines.push(row('Policy', `sha256 ${r.policy.sha256}`), row('', picks.join(', ')));

@@ -84,7 +84,7 @@ export async function startServe(options: StartServeOptions): Promise<RunningSer
       port: options.port,
       host: options.host,
       // The admin policy may set another label for some repositories; else the env value. (The policy's
-      // `attempts` is best-of-N inside one job; BullMQ retries after infrastructure errors are JOB_RETRIES.)
+      // `candidates` is best-of-N inside one job; BullMQ retries after infrastructure errors are JOB_RETRIES.)
       triggerLabel: (repo) => {
         const p = effective(repo);
         return p.sources.label && p.sources.label !== 'default' ? p.label : env.triggerLabel;

@@ -24,13 +24,19 @@ function defaultTrajectoryDir(): string {
 }
 
 /**
- * `candidates.json` of a best-of-N job (written by the pipeline; `attempts.json` in jobs stored before
- * the rename); only what this command shows.
+ * `candidates.json` of a best-of-N job (written by the pipeline; `attempts.json`, whose rows name the
+ * candidate `attempt`, in jobs stored before the rename); only what this command shows.
  */
+const candidateRowSchema = z.union([
+  z.object({ candidate: z.number().int(), chosen: z.boolean(), result: z.string() }),
+  z
+    .object({ attempt: z.number().int(), chosen: z.boolean(), result: z.string() })
+    .transform(({ attempt, ...row }) => ({ candidate: attempt, ...row })),
+]);
 const candidatesSummarySchema = z.object({
   chosen: z.number().int().nullable(),
   reason: z.string(),
-  rows: z.array(z.object({ attempt: z.number().int(), chosen: z.boolean(), result: z.string() })),
+  rows: z.array(candidateRowSchema),
 });
 
 /** `frognano-bot trajectory`: print a stored trajectory. */
@@ -173,7 +179,7 @@ async function candidatesHeader(jobDir: string, candidate: number | undefined): 
     shown === null
       ? `No candidate was chosen (${rows.length} candidates). ${reason}`
       : `Candidate ${shown} of ${rows.length}${shown === chosen ? ' (chosen)' : ''}. ${reason}`,
-    ...rows.map((r) => `  candidate ${r.attempt}${r.chosen ? ' (chosen)' : ''}: ${r.result}`),
+    ...rows.map((r) => `  candidate ${r.candidate}${r.chosen ? ' (chosen)' : ''}: ${r.result}`),
     'Print another with --candidate N.',
   ];
   return lines.join('\n');

@@ -8,7 +8,8 @@ const USAGE = `usage: frognano-bot validate-config <file>... [--policy]
 
 Validate a repository configuration (.github/frognano.yml) or, with --policy, an admin policy file.
 Prints "ok: <file>" per valid file, or one message per problem (file, key path, problem, what is
-allowed). For the CI of configuration repositories.
+allowed). A deprecated key (attempts, now candidates) is accepted with a "warning:" line on stderr.
+For the CI of configuration repositories.
 
 exit codes: 0 all valid, 1 a file is invalid or unreadable, 2 usage error
 `;
@@ -18,7 +19,7 @@ exit codes: 0 all valid, 1 a file is invalid or unreadable, 2 usage error
  *
  * @param argv the arguments after the command name.
  * @returns exit code: 0 all files valid, 1 a file is invalid or cannot be read, 2 usage error.
- *   Messages go to stderr, `ok: <file>` lines to stdout.
+ *   Messages and deprecation warnings go to stderr, `ok: <file>` lines to stdout.
  */
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -56,8 +57,10 @@ export async function main(argv: string[]): Promise<number> {
       continue;
     }
     try {
-      if (parsed.values.policy) parseAdminPolicy(text, file);
-      else parseRepoConfig(text, file);
+      const { warnings = [] } = parsed.values.policy
+        ? parseAdminPolicy(text, file)
+        : parseRepoConfig(text, file);
+      for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
       process.stdout.write(`ok: ${file}\n`);
     } catch (err) {
       if (!isAppError(err, 'CONFIG_INVALID')) throw err;

@@ -93,7 +93,7 @@ export interface FolderSummary {
   candidates: {
     chosen: number | null;
     reason: string;
-    rows: Array<{ attempt: number; chosen: boolean; result: string }>;
+    rows: Array<{ candidate: number; chosen: boolean; result: string }>;
   } | null;
   finalMessage: string | null;
   out: string;
@@ -160,7 +160,7 @@ function folderSummary(
     ),
     candidates: finished.choice
       ? {
-          chosen: finished.choice.winner?.attempt ?? null,
+          chosen: finished.choice.winner?.candidate ?? null,
           reason: finished.choice.reason,
           rows: finished.choice.rows,
         }

@@ -22,12 +22,12 @@ export interface CandidateState {
 }
 
 /**
- * How many independent candidates a job runs (best-of-N): the policy's `attempts` (built-in
+ * How many independent candidates a job runs (best-of-N): the policy's `candidates` (built-in
  * default 1; best-of-N costs N model runs, so an admin or the repository asks for it, within the
  * admin cap that `resolveEffectivePolicy` clamps to).
  */
-export function bestOfN(policy: Pick<Partial<EffectivePolicy>, 'attempts'>): number {
-  return Math.max(1, Math.floor(policy.attempts ?? 1));
+export function bestOfN(policy: Pick<Partial<EffectivePolicy>, 'candidates'>): number {
+  return Math.max(1, Math.floor(policy.candidates ?? 1));
 }
 
 /** The state of a candidate whose loop returned `trajectory`. */
@@ -39,7 +39,7 @@ export function finishedCandidate(
   signal: AbortSignal,
 ): CandidateState {
   const summary = summarize(jobId, trajectory, policy);
-  if (names.of > 1) summary.attempt = { number: names.candidate, of: names.of };
+  if (names.of > 1) summary.candidate = { number: names.candidate, of: names.of };
   const ended = loopOutcome(trajectory, summary, signal);
   return {
     names,

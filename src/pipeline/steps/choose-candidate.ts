@@ -37,9 +37,9 @@ export async function chooseWinner(
   ctx: JobContext,
   candidates: readonly CandidateState[],
 ): Promise<CandidateDecision> {
-  const choice = chooseCandidate(candidates.map(toAttemptResult));
+  const choice = chooseCandidate(candidates.map(toCandidateResult));
   if (candidates.length > 1) await saveChoice(ctx, candidates, choice);
-  const state = candidates.find((c) => c.names.candidate === choice.winner?.attempt);
+  const state = candidates.find((c) => c.names.candidate === choice.winner?.candidate);
   const verified = state?.verified;
   if (!state || !verified || verified.refused || !state.trajectory || !state.summary) {
     return { choice, chosen: null, outcome: noWinner(candidates, choice) };
@@ -57,9 +57,9 @@ export async function chooseWinner(
   };
 }
 
-function toAttemptResult(c: CandidateState): CandidateResult {
+function toCandidateResult(c: CandidateState): CandidateResult {
   const base = {
-    attempt: c.names.candidate,
+    candidate: c.names.candidate,
     exitReason: c.trajectory?.exitReason,
     steps: c.trajectory?.steps.length,
   };
@@ -91,8 +91,10 @@ function noWinner(candidates: readonly CandidateState[], choice: CandidateChoice
       stage: 'patch',
       reason: single
         ? first.verified.reason
-        : `None of the ${candidates.length} attempts can be published. Attempt ${first.names.candidate}: ${first.verified.reason}`,
-      details: single ? first.verified.details : choice.rows.map((r) => `Attempt ${r.attempt}: ${r.result}`),
+        : `None of the ${candidates.length} candidates can be published. Candidate ${first.names.candidate}: ${first.verified.reason}`,
+      details: single
+        ? first.verified.details
+        : choice.rows.map((r) => `Candidate ${r.candidate}: ${r.result}`),
       summary: first.summary,
     };
   }
@@ -100,7 +102,7 @@ function noWinner(candidates: readonly CandidateState[], choice: CandidateChoice
   if (unchanged?.ended) return unchanged.ended;
   const failed = candidates.find((c) => c.ended || c.error !== undefined);
   if (failed?.ended) return failed.ended;
-  throw failed?.error ?? new AppError('INTERNAL', 'no attempt ended with a result');
+  throw failed?.error ?? new AppError('INTERNAL', 'no candidate ended with a result');
 }
 
 /**
@@ -129,11 +131,11 @@ async function saveChoice(
 ): Promise<void> {
   try {
     await ctx.store.saveJson(ctx.jobId, 'candidates', {
-      chosen: choice.winner?.attempt ?? null,
+      chosen: choice.winner?.candidate ?? null,
       reason: choice.reason,
       rows: choice.rows,
     });
-    const chosen = candidates.find((c) => c.names.candidate === choice.winner?.attempt)?.trajectory;
+    const chosen = candidates.find((c) => c.names.candidate === choice.winner?.candidate)?.trajectory;
     if (chosen) await ctx.store.saveJson(ctx.jobId, 'trajectory', chosen);
   } catch (err) {
     ctx.logger.warn({ err }, 'could not store the candidates summary');

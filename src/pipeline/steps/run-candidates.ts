@@ -55,7 +55,7 @@ async function runCandidate(
 ): Promise<Trajectory> {
   const { policy } = job;
   const model = ctx.createModel({
-    attempt: names.candidate,
+    candidate: names.candidate,
     ...(policy.maxTokensPerTurn !== undefined ? { maxCompletionTokens: policy.maxTokensPerTurn } : {}),
   });
   const { sandbox } = await prepareSandbox({

@@ -1,24 +1,24 @@
 import type { TestComparison } from './compare-test-runs.js';
 
 /**
- * Best-of-N (issue 6, "Best-of-N"): several independent agent runs ("attempts") on the same issue;
+ * Best-of-N (issue 6, "Best-of-N"): several independent agent runs ("candidates") on the same issue;
  * the pull request carries the best verified one. The rules, in order:
  *
  * 1. nothing broken (no test passing on the base tree fails on the patched tree, no new failing
  *    test, the run completed);
  * 2. most tests fixed (failing on base → passing on head);
- * 3. tests not tampered with (a tie-break added to the issue's rules: between two attempts that fix
+ * 3. tests not tampered with (a tie-break added to the issue's rules: between two candidates that fix
  *    as much, the one that leaves the tests alone is the one to review);
  * 4. smallest diff (lines added plus removed);
- * 5. the earlier attempt.
+ * 5. the earlier candidate.
  *
- * Only attempts whose patch passed the checks (protected paths, limits) and was tested are
- * candidates; the others are listed with what became of them.
+ * Only candidates whose patch passed the checks (protected paths, limits) and was tested can be
+ * chosen; the others are listed with what became of them.
  */
 
-/** What became of one attempt. */
+/** What became of one candidate. */
 export type CandidateStatus =
-  /** Patch applied, checked and tested: a candidate. */
+  /** Patch applied, checked and tested: it can be chosen. */
   | 'verified'
   /** The model changed nothing. */
   | 'no_change'
@@ -27,10 +27,10 @@ export type CandidateStatus =
   /** The run or its verification failed (model server, sandbox, time, patch not applying). */
   | 'failed';
 
-/** One attempt, as the chooser sees it. */
+/** One candidate, as the chooser sees it. */
 export interface CandidateResult {
-  /** 1-based attempt number. */
-  attempt: number;
+  /** 1-based candidate number. */
+  candidate: number;
   status: CandidateStatus;
   /** For `verified`: the base → head comparison, or `null` when the repository has no tests. */
   comparison?: TestComparison | null;
@@ -46,21 +46,21 @@ export interface CandidateResult {
   steps?: number;
 }
 
-/** One row of the attempts table. */
+/** One row of the candidates table. */
 export interface CandidateRow {
-  attempt: number;
+  candidate: number;
   chosen: boolean;
-  /** What the attempt achieved, for people: `1 fixed, 0 broken, 1 still failing; 4 lines in 1 file`. */
+  /** What the candidate achieved, for people: `1 fixed, 0 broken, 1 still failing; 4 lines in 1 file`. */
   result: string;
 }
 
 /** The decision. */
 export interface CandidateChoice {
-  /** The chosen attempt, or `null` when no attempt is a candidate. */
+  /** The chosen candidate, or `null` when no candidate can be chosen. */
   winner: CandidateResult | null;
   /** Why, one or two sentences for the pull request (also when there is no winner). */
   reason: string;
-  /** Every attempt, in attempt order. */
+  /** Every candidate, in candidate order. */
   rows: CandidateRow[];
 }
 
@@ -89,23 +89,23 @@ function compare(x: Ranked, y: Ranked): number {
   if (x.fixed !== y.fixed) return y.fixed - x.fixed;
   if (x.tampered !== y.tampered) return x.tampered ? 1 : -1;
   if (x.lines !== y.lines) return x.lines - y.lines;
-  return x.a.attempt - y.a.attempt;
+  return x.a.candidate - y.a.candidate;
 }
 
 /**
- * Choose the attempt to publish.
+ * Choose the candidate to publish.
  *
- * @param attempts every attempt, in any order (rows come back in attempt order).
+ * @param candidates every candidate, in any order (rows come back in candidate order).
  */
-export function chooseCandidate(attempts: readonly CandidateResult[]): CandidateChoice {
-  const ordered = [...attempts].sort((x, y) => x.attempt - y.attempt);
-  const candidates = ordered
+export function chooseCandidate(candidates: readonly CandidateResult[]): CandidateChoice {
+  const ordered = [...candidates].sort((x, y) => x.candidate - y.candidate);
+  const eligible = ordered
     .filter((a) => a.status === 'verified')
     .map(rank)
     .sort(compare);
-  const best = candidates[0];
+  const best = eligible[0];
   const rows = ordered.map((a) => ({
-    attempt: a.attempt,
+    candidate: a.candidate,
     chosen: best !== undefined && a === best.a,
     result: describeCandidate(a),
   }));
@@ -114,25 +114,25 @@ export function chooseCandidate(attempts: readonly CandidateResult[]): Candidate
       winner: null,
       reason:
         ordered.length === 1
-          ? 'The attempt produced no change that could be tested.'
-          : `None of the ${ordered.length} attempts produced a change that passed the checks and could be tested.`,
+          ? 'The candidate produced no change that could be tested.'
+          : `None of the ${ordered.length} candidates produced a change that passed the checks and could be tested.`,
       rows,
     };
   }
-  return { winner: best.a, reason: explain(best, candidates[1], ordered.length), rows };
+  return { winner: best.a, reason: explain(best, eligible[1], ordered.length), rows };
 }
 
 function explain(best: Ranked, next: Ranked | undefined, total: number): string {
-  const w = `Attempt ${best.a.attempt}`;
-  if (total === 1) return `${w} was the only attempt.`;
+  const w = `Candidate ${best.a.candidate}`;
+  if (total === 1) return `${w} was the only candidate.`;
   if (!next) {
-    return `${w} was chosen: it is the only one of ${total} attempts whose change passed the checks and could be tested.`;
+    return `${w} was chosen: it is the only one of ${total} candidates whose change passed the checks and could be tested.`;
   }
-  const n = `attempt ${next.a.attempt}`;
+  const n = `candidate ${next.a.candidate}`;
   if (best.nothingBroken !== next.nothingBroken) {
     return `${w} was chosen: it breaks no test, while ${n} (the next best) ${brokenText(next)}.`;
   }
-  const prefix = best.nothingBroken ? 'it breaks no test and ' : 'no attempt is free of broken tests; it ';
+  const prefix = best.nothingBroken ? 'it breaks no test and ' : 'no candidate is free of broken tests; it ';
   if (best.fixed !== next.fixed) {
     return `${w} was chosen: ${prefix}fixes ${tests(best.fixed)}, more than any other (next best: ${n} with ${next.fixed === 0 ? 'none fixed' : `${next.fixed} fixed`}).`;
   }
@@ -143,7 +143,7 @@ function explain(best: Ranked, next: Ranked | undefined, total: number): string 
   if (best.lines !== next.lines) {
     return `${w} was chosen: ${prefix}${same}, with the smaller change (${lines(best.lines)} against ${lines(next.lines)}).`;
   }
-  return `${w} was chosen: ${prefix}${same}, with a change of the same size; the earlier attempt is kept.`;
+  return `${w} was chosen: ${prefix}${same}, with a change of the same size; the earlier candidate is kept.`;
 }
 
 function brokenText(r: Ranked): string {
@@ -160,7 +160,7 @@ function lines(n: number): string {
   return `${n} line${n === 1 ? '' : 's'}`;
 }
 
-/** One line about an attempt for the attempts table. */
+/** One line about a candidate for the candidates table. */
 export function describeCandidate(a: CandidateResult): string {
   switch (a.status) {
     case 'no_change':
@@ -168,7 +168,7 @@ export function describeCandidate(a: CandidateResult): string {
     case 'refused':
       return `refused: ${a.note ?? 'a check refused the change'}`;
     case 'failed':
-      return `failed: ${a.note ?? 'the attempt did not finish'}`;
+      return `failed: ${a.note ?? 'the candidate did not finish'}`;
     case 'verified': {
       const c = a.comparison;
       const parts: string[] = [];

@@ -31,7 +31,7 @@ export interface EvidenceInput {
   base?: TestRunFacts | null;
   head?: TestRunFacts | null;
   tampering: TamperingReport;
-  /** The best-of-N decision; `null` or absent with a single attempt (no section then). */
+  /** The best-of-N decision; `null` or absent with a single candidate (no section then). */
   choice?: CandidateChoice | null;
 }
 
@@ -51,7 +51,7 @@ const MAX_ID_CHARS = 120;
  *
  * Warnings: the tampering warning (first: it is what a reviewer must see), then a warning when the
  * change breaks tests. Sections: "Tests on base and head" (the table), "Changed test files" (when
- * any), "Attempts" (with more than one). Labels: {@link TESTS_MODIFIED_LABEL} when tampering is
+ * any), "Candidates" (with more than one). Labels: {@link TESTS_MODIFIED_LABEL} when tampering is
  * flagged.
  */
 export function buildEvidence(input: EvidenceInput): Evidence {
@@ -76,7 +76,7 @@ export function buildEvidence(input: EvidenceInput): Evidence {
     sections.push({ title: 'Changed test files', markdown: renderChangedTestFiles(input.tampering) });
   }
   if (input.choice && input.choice.rows.length > 1) {
-    sections.push({ title: 'Attempts', markdown: renderCandidates(input.choice) });
+    sections.push({ title: 'Candidates', markdown: renderCandidates(input.choice) });
   }
   return { warnings, sections, labels };
 }
@@ -194,15 +194,15 @@ export function renderChangedTestFiles(report: TamperingReport): string {
   return `${table(['File', 'Change', 'Added', 'Removed'], rows, 'llrr')}${more}`;
 }
 
-/** The "Attempts" section: why the chosen attempt won, then one row per attempt. */
+/** The "Candidates" section: why the chosen candidate won, then one row per candidate. */
 export function renderCandidates(choice: CandidateChoice): string {
   const rows = choice.rows.map((r) => [
-    formatCount(r.attempt),
+    formatCount(r.candidate),
     `${r.chosen ? '**chosen** — ' : ''}${escapeCell(r.result)}`,
   ]);
   return [
-    `${choice.reason} Each attempt ran independently in its own sandbox; the trajectories of all of them are kept with the job.`,
-    table(['Attempt', 'Result'], rows, 'rl'),
+    `${choice.reason} Each candidate ran independently in its own sandbox; the trajectories of all of them are kept with the job.`,
+    table(['Candidate', 'Result'], rows, 'rl'),
   ].join('\n\n');
 }
 

@@ -47,12 +47,12 @@ async function runAttempts(data: JobData, scripts: ScriptedTurn[][]): Promise<Ou
   };
   const model = await startScriptedModelServer({ script: turnFor });
   try {
-    const deps = fx.deps(model, { attempts: scripts.length, sources: { attempts: 'policy:defaults' } });
+    const deps = fx.deps(model, { candidates: scripts.length, sources: { candidates: 'policy:defaults' } });
     return await runJob(
       data,
       {
         ...deps,
-        createModel: ({ attempt }) =>
+        createModel: ({ candidate: attempt }) =>
           createSglangClient({
             baseURL: model.url,
             model: 'm',
@@ -82,10 +82,10 @@ describe('best-of-N', () => {
     ]);
     expect(outcome.kind).toBe('pr_opened');
     if (outcome.kind !== 'pr_opened') return;
-    expect(outcome.summary.attempt).toEqual({ number: 2, of: 2 });
+    expect(outcome.summary.candidate).toEqual({ number: 2, of: 2 });
     const body = fx.ghe.state.pull(OWNER, REPO, outcome.pullNumber)?.body ?? '';
     expect(body).toContain(
-      'Attempt 2 was chosen: it is the only one of 2 attempts whose change passed the checks and could be tested.',
+      'Candidate 2 was chosen: it is the only one of 2 candidates whose change passed the checks and could be tested.',
     );
     expect(body).toMatch(/\| 1 \| failed: .+\|/);
     expect(body).toContain('| 2 | **chosen** — 1 fixed, 0 broken, 0 still failing; 2 lines in 1 file |');
@@ -121,11 +121,13 @@ describe('best-of-N', () => {
       kind: 'refused',
       stage: 'patch',
       reason: expect.stringContaining(
-        'None of the 2 attempts can be published. Attempt 1: The change adds what looks like a secret',
+        'None of the 2 candidates can be published. Candidate 1: The change adds what looks like a secret',
       ),
       details: [
-        expect.stringMatching(/^Attempt 1: refused: .*Line 1 of `id_ec` adds what looks like a private key/),
-        'Attempt 2: no change',
+        expect.stringMatching(
+          /^Candidate 1: refused: .*Line 1 of `id_ec` adds what looks like a private key/,
+        ),
+        'Candidate 2: no change',
       ],
     });
     expect(JSON.stringify(outcome)).not.toContain('PRIVATE KEY-----');
@@ -137,8 +139,8 @@ describe('best-of-N', () => {
 describe('bestOfN', () => {
   it('runs the attempts of the policy, at least one', () => {
     expect(bestOfN({})).toBe(1);
-    expect(bestOfN({ attempts: 1 })).toBe(1);
-    expect(bestOfN({ attempts: 3 })).toBe(3);
-    expect(bestOfN({ attempts: 2.7 })).toBe(2);
+    expect(bestOfN({ candidates: 1 })).toBe(1);
+    expect(bestOfN({ candidates: 3 })).toBe(3);
+    expect(bestOfN({ candidates: 2.7 })).toBe(2);
   });
 });

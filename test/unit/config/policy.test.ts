@@ -18,7 +18,7 @@ const POLICY = `
 defaults:
   enabled: false
   maxSteps: 100
-  attempts: 3
+  candidates: 3
   protectedPaths: ["deploy/**"]
   instructions: Follow the company style guide.
   sandbox:
@@ -84,11 +84,11 @@ describe('resolveEffectivePolicy: layers and precedence', () => {
     const widgets = resolveEffectivePolicy({ policy: p, repo: 'acme/widgets' });
     expect(widgets.enabled).toBe(true);
     expect(widgets.maxSteps).toBe(60);
-    expect(widgets.attempts).toBe(3);
+    expect(widgets.candidates).toBe(3);
     expect(widgets.sources).toMatchObject({
       enabled: 'policy:rule[0] (acme/*)',
       maxSteps: 'policy:rule[0] (acme/*)',
-      attempts: 'policy:defaults',
+      candidates: 'policy:defaults',
       'sandbox.image': 'policy:defaults',
       'sandbox.resources.limits.memory': 'policy:rule[0] (acme/*)',
       'sandbox.resources.requests.memory': 'default',
@@ -182,12 +182,12 @@ describe('resolveEffectivePolicy: layers and precedence', () => {
 describe('resolveEffectivePolicy: clamping to admin caps', () => {
   it('clamps repository values above the admin caps and reports each clamp', () => {
     const repoConfig = parseRepoConfig(
-      'maxSteps: 120\nattempts: 5\nmaxTimeSec: 600\n',
+      'maxSteps: 120\ncandidates: 5\nmaxTimeSec: 600\n',
       '.github/frognano.yml',
     );
     const eff = resolveEffectivePolicy({ policy: policy(), repo: 'acme/widgets', repoConfig });
     expect(eff.maxSteps).toBe(60);
-    expect(eff.attempts).toBe(3);
+    expect(eff.candidates).toBe(3);
     expect(eff.maxTimeSec).toBe(600); // below the cap: taken as asked
     expect(eff.sources.maxTimeSec).toBe('repo');
     expect(eff.sources.maxSteps).toBe('policy:rule[0] (acme/*)');
@@ -201,7 +201,7 @@ describe('resolveEffectivePolicy: clamping to admin caps', () => {
         capSource: 'policy:rule[0] (acme/*)',
       },
       {
-        key: 'attempts',
+        key: 'candidates',
         requested: 5,
         applied: 3,
         cap: 3,
@@ -454,5 +454,33 @@ describe('parseAdminPolicy: the eval section (frognano-bot eval defaults)', () =
     expect(messagesOf(() => parseAdminPolicy('evals: {}\n', 'p.yaml'))).toEqual([
       'p.yaml: evals: unknown key; did you mean "eval"?',
     ]);
+  });
+});
+
+describe('the deprecated key attempts (now candidates)', () => {
+  it('is read as candidates in the policy and in repository files, with a warning; candidates wins over it', () => {
+    const admin = parseAdminPolicy(
+      'defaults:\n  attempts: 3\nrules:\n  - match: acme/*\n    attempts: 2\n    candidates: 4\n',
+      'policy.yaml',
+    );
+    expect(admin.defaults).toEqual({ candidates: 3 });
+    expect(admin.rules[0]?.settings).toEqual({ candidates: 4 });
+    expect(admin.warnings).toEqual([
+      'policy.yaml: defaults.attempts: is deprecated, write "candidates: 3" instead (the same meaning: candidates per job, best-of-N)',
+      'policy.yaml: rules[0].attempts: is deprecated and ignored: "candidates" is also set and wins (candidates: 4); remove "attempts"',
+    ]);
+    const repoConfig = parseRepoConfig('attempts: 5\n', '.github/frognano.yml');
+    expect(repoConfig.warnings).toEqual([
+      '.github/frognano.yml: attempts: is deprecated, write "candidates: 5" instead (the same meaning: candidates per job, best-of-N)',
+    ]);
+    const eff = resolveEffectivePolicy({ policy: admin, repo: 'other/repo', repoConfig });
+    expect(eff.candidates).toBe(3); // the old key is clamped like the new one
+    expect(eff.clamps.map((c) => [c.key, c.requested, c.applied])).toEqual([['candidates', 5, 3]]);
+    expect('attempts' in eff).toBe(false);
+  });
+
+  it('gives no warnings when only candidates is used', () => {
+    expect(parseAdminPolicy('defaults:\n  candidates: 2\n', 'policy.yaml').warnings).toBeUndefined();
+    expect(parseRepoConfig('candidates: 2\n', '.github/frognano.yml').warnings).toBeUndefined();
   });
 });

@@ -27,7 +27,7 @@ instructions: |
   Keep the public API stable.
 maxSteps: 80
 maxTimeSec: 1800
-attempts: 1
+candidates: 1
 fixesKeyword: Resolves
 `,
       SOURCE,
@@ -43,7 +43,7 @@ fixesKeyword: Resolves
         instructions: 'Keep the public API stable.\n',
         maxSteps: 80,
         maxTimeSec: 1800,
-        attempts: 1,
+        candidates: 1,
         fixesKeyword: 'Resolves',
       },
     });
@@ -63,13 +63,13 @@ fixesKeyword: Resolves
   it('reports wrong types of every kind', () => {
     expect(
       messagesOf(
-        'testCommand: [make, test]\nprotectedPaths: deploy/**\nattempts: 2.5\nlabel: "  padded "\nfixesKeyword: Solves\n',
+        'testCommand: [make, test]\nprotectedPaths: deploy/**\ncandidates: 2.5\nlabel: "  padded "\nfixesKeyword: Solves\n',
       ),
     ).toEqual([
       '.github/frognano.yml: label: must be a label name of 1 to 50 characters without leading or trailing spaces (got "  padded ")',
       '.github/frognano.yml: testCommand: must be a test command as text of 1 to 2000 characters, or null (got a list)',
       '.github/frognano.yml: protectedPaths: must be a list of path globs, like [".github/workflows/**", "deploy/**"] (got "deploy/**")',
-      '.github/frognano.yml: attempts: must be a whole number from 1 to 5 (got 2.5)',
+      '.github/frognano.yml: candidates: must be a whole number from 1 to 5 (got 2.5)',
       '.github/frognano.yml: fixesKeyword: must be one of GitHub\'s closing keywords: Close, Closes, Closed, Fix, Fixes, Fixed, Resolve, Resolves, Resolved (got "Solves")',
     ]);
   });
@@ -92,7 +92,7 @@ fixesKeyword: Resolves
     expect(messagesOf('tesCommand: make test\ntest_command: x\nfoo: 1\n')).toEqual([
       '.github/frognano.yml: tesCommand: unknown key; did you mean "testCommand"?',
       '.github/frognano.yml: test_command: unknown key; did you mean "testCommand"?',
-      '.github/frognano.yml: foo: unknown key; allowed keys here: label, testCommand, setupCommand, branchPrefix, protectedPaths, instructions, maxSteps, maxTimeSec, attempts, fixesKeyword, review',
+      '.github/frognano.yml: foo: unknown key; allowed keys here: label, testCommand, setupCommand, branchPrefix, protectedPaths, instructions, maxSteps, maxTimeSec, candidates, fixesKeyword, review',
     ]);
   });
 

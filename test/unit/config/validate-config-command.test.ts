@@ -52,6 +52,21 @@ describe('frognano-bot validate-config', () => {
     expect(out).toBe('');
   });
 
+  it('accepts the deprecated attempts with a warning naming candidates, in a repository file and a policy', async () => {
+    const repo = file('frognano.yml', 'attempts: 2\n');
+    expect(await main([repo])).toBe(0);
+    expect(out).toBe(`ok: ${repo}\n`);
+    expect(err).toBe(
+      `warning: ${repo}: attempts: is deprecated, write "candidates: 2" instead (the same meaning: candidates per job, best-of-N)\n`,
+    );
+    err = '';
+    const policy = file('policy.yaml', 'defaults:\n  candidates: 3\n  attempts: 2\n');
+    expect(await main([policy, '--policy'])).toBe(0);
+    expect(err).toBe(
+      `warning: ${policy}: defaults.attempts: is deprecated and ignored: "candidates" is also set and wins (candidates: 3); remove "attempts"\n`,
+    );
+  });
+
   it('validates an admin policy with --policy (a valid policy is not a valid repository config)', async () => {
     const path = file(
       'policy.yaml',

@@ -31,7 +31,7 @@ async function start(options: Partial<Parameters<typeof createAdminRouter>[0]> =
       queues: [queue],
       policyStore: createStaticPolicyStore(
         parseAdminPolicy(
-          'defaults:\n  maxSteps: 50\nrules:\n  - match: acme/*\n    attempts: 1\n',
+          'defaults:\n  maxSteps: 50\nrules:\n  - match: acme/*\n    candidates: 1\n',
           'policy.yaml',
         ),
       ),
@@ -160,10 +160,10 @@ describe('admin routes', () => {
       policyFile: null,
       policyReloadError: null,
       repositoryConfig: { read: true, org: null, repo: '.github/frognano.yml', errors: [] },
-      effective: { maxSteps: 50, attempts: 1, testCommand: 'make test', enabled: true },
+      effective: { maxSteps: 50, candidates: 1, testCommand: 'make test', enabled: true },
       sources: {
         maxSteps: 'policy:defaults',
-        attempts: 'policy:rule[0] (acme/*)',
+        candidates: 'policy:rule[0] (acme/*)',
         testCommand: 'repo',
         label: 'default',
       },
@@ -186,8 +186,8 @@ describe('admin routes', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({
       repositoryConfig: { read: false },
-      effective: { maxSteps: 50, attempts: 1 },
-      sources: { attempts: 'default' },
+      effective: { maxSteps: 50, candidates: 1 },
+      sources: { candidates: 'default' },
     });
     const bad = await fetch(`${base}/admin/policy`, { headers: basic(USER, PASSWORD) });
     expect(bad.status).toBe(400);

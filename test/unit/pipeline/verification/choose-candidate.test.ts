@@ -22,14 +22,14 @@ function comparison(fixed: number, broken: number, stillFailing = 0): TestCompar
 }
 
 function verified(
-  attempt: number,
+  candidate: number,
   fixed: number,
   broken: number,
   lines: number,
   tampered = false,
 ): CandidateResult {
   return {
-    attempt,
+    candidate,
     status: 'verified',
     comparison: comparison(fixed, broken, 1),
     linesChanged: lines,
@@ -41,70 +41,70 @@ function verified(
 describe('chooseCandidate', () => {
   it('prefers an attempt that breaks nothing over one that fixes more but breaks a test', () => {
     const choice = chooseCandidate([verified(1, 2, 1, 10), verified(2, 1, 0, 30)]);
-    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.winner?.candidate).toBe(2);
     expect(choice.reason).toBe(
-      'Attempt 2 was chosen: it breaks no test, while attempt 1 (the next best) breaks 1 test.',
+      'Candidate 2 was chosen: it breaks no test, while candidate 1 (the next best) breaks 1 test.',
     );
   });
 
   it('then prefers the attempt that fixes the most tests', () => {
     const choice = chooseCandidate([verified(1, 0, 0, 2), verified(2, 1, 0, 40), verified(3, 0, 0, 1)]);
-    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.winner?.candidate).toBe(2);
     expect(choice.reason).toBe(
-      'Attempt 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: attempt 3 with none fixed).',
+      'Candidate 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: candidate 3 with none fixed).',
     );
   });
 
   it('then the attempt that leaves the tests alone, then the smallest diff, then the earliest', () => {
     expect(chooseCandidate([verified(1, 1, 0, 2, true), verified(2, 1, 0, 9)]).reason).toBe(
-      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, and it leaves the tests alone while attempt 1 modifies them.',
+      'Candidate 2 was chosen: it breaks no test and fixes 1 test, as many as candidate 1, and it leaves the tests alone while candidate 1 modifies them.',
     );
     const bySize = chooseCandidate([verified(1, 1, 0, 9), verified(2, 1, 0, 4), verified(3, 1, 0, 4)]);
-    expect(bySize.winner?.attempt).toBe(2);
+    expect(bySize.winner?.candidate).toBe(2);
     expect(bySize.reason).toBe(
-      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 3, with a change of the same size; the earlier attempt is kept.',
+      'Candidate 2 was chosen: it breaks no test and fixes 1 test, as many as candidate 3, with a change of the same size; the earlier candidate is kept.',
     );
     expect(chooseCandidate([verified(1, 1, 0, 9), verified(2, 1, 0, 4)]).reason).toBe(
-      'Attempt 2 was chosen: it breaks no test and fixes 1 test, as many as attempt 1, with the smaller change (4 lines against 9 lines).',
+      'Candidate 2 was chosen: it breaks no test and fixes 1 test, as many as candidate 1, with the smaller change (4 lines against 9 lines).',
     );
   });
 
   it('never chooses a refused, failed or empty attempt, and lists every attempt in order', () => {
     const choice = chooseCandidate([
-      { attempt: 3, status: 'failed', note: 'the model server did not answer' },
-      { attempt: 1, status: 'refused', note: 'the change touches `.github/workflows/ci.yml`' },
+      { candidate: 3, status: 'failed', note: 'the model server did not answer' },
+      { candidate: 1, status: 'refused', note: 'the change touches `.github/workflows/ci.yml`' },
       verified(2, 1, 0, 4),
-      { attempt: 4, status: 'no_change' },
+      { candidate: 4, status: 'no_change' },
     ]);
-    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.winner?.candidate).toBe(2);
     expect(choice.reason).toBe(
-      'Attempt 2 was chosen: it is the only one of 4 attempts whose change passed the checks and could be tested.',
+      'Candidate 2 was chosen: it is the only one of 4 candidates whose change passed the checks and could be tested.',
     );
     expect(choice.rows).toEqual([
-      { attempt: 1, chosen: false, result: 'refused: the change touches `.github/workflows/ci.yml`' },
-      { attempt: 2, chosen: true, result: '1 fixed, 0 broken, 1 still failing; 4 lines in 1 file' },
-      { attempt: 3, chosen: false, result: 'failed: the model server did not answer' },
-      { attempt: 4, chosen: false, result: 'no change' },
+      { candidate: 1, chosen: false, result: 'refused: the change touches `.github/workflows/ci.yml`' },
+      { candidate: 2, chosen: true, result: '1 fixed, 0 broken, 1 still failing; 4 lines in 1 file' },
+      { candidate: 3, chosen: false, result: 'failed: the model server did not answer' },
+      { candidate: 4, chosen: false, result: 'no change' },
     ]);
   });
 
   it('has no winner when no attempt is a candidate', () => {
     const choice = chooseCandidate([
-      { attempt: 1, status: 'no_change' },
-      { attempt: 2, status: 'refused', note: 'secret' },
+      { candidate: 1, status: 'no_change' },
+      { candidate: 2, status: 'refused', note: 'secret' },
     ]);
     expect(choice.winner).toBeNull();
     expect(choice.reason).toBe(
-      'None of the 2 attempts produced a change that passed the checks and could be tested.',
+      'None of the 2 candidates produced a change that passed the checks and could be tested.',
     );
   });
 
   it('takes a repository without tests as breaking nothing and fixing nothing', () => {
     const choice = chooseCandidate([
-      { attempt: 1, status: 'verified', comparison: null, linesChanged: 8 },
-      { attempt: 2, status: 'verified', comparison: null, linesChanged: 3, tampered: false },
+      { candidate: 1, status: 'verified', comparison: null, linesChanged: 8 },
+      { candidate: 2, status: 'verified', comparison: null, linesChanged: 3, tampered: false },
     ]);
-    expect(choice.winner?.attempt).toBe(2);
+    expect(choice.winner?.candidate).toBe(2);
     expect(choice.rows[1]?.result).toBe('no tests to run; 3 lines');
   });
 });

@@ -127,22 +127,22 @@ describe('buildEvidence', () => {
       ]),
     );
     const choice = chooseCandidate([
-      { attempt: 1, status: 'refused', note: 'protected path' },
-      { attempt: 2, status: 'verified', comparison: c, linesChanged: 2, filesChanged: 1 },
+      { candidate: 1, status: 'refused', note: 'protected path' },
+      { candidate: 2, status: 'verified', comparison: c, linesChanged: 2, filesChanged: 1 },
     ]);
     const evidence = buildEvidence({ comparison: c, tampering: NO_TAMPERING, choice });
     expect(evidence.labels).toEqual([]);
     expect(evidence.warnings).toEqual([
       'This change BREAKS 1 test that passed on the base branch. Do not merge it before that is understood.',
     ]);
-    const attempts = evidence.sections.find((s) => s.title === 'Attempts')?.markdown ?? '';
-    expect(attempts).toContain('Attempt 2 was chosen');
-    expect(attempts).toContain('| Attempt | Result |\n|---:|---|\n| 1 | refused: protected path |');
+    const attempts = evidence.sections.find((s) => s.title === 'Candidates')?.markdown ?? '';
+    expect(attempts).toContain('Candidate 2 was chosen');
+    expect(attempts).toContain('| Candidate | Result |\n|---:|---|\n| 1 | refused: protected path |');
     expect(attempts).toContain('| 2 | **chosen** — 1 fixed, 1 broken, 1 still failing; 2 lines in 1 file |');
   });
 
   it('has no attempts section for a single attempt and no table without tests', () => {
-    const choice = chooseCandidate([{ attempt: 1, status: 'verified', comparison: null, linesChanged: 1 }]);
+    const choice = chooseCandidate([{ candidate: 1, status: 'verified', comparison: null, linesChanged: 1 }]);
     expect(buildEvidence({ comparison: null, tampering: NO_TAMPERING, choice })).toEqual({
       warnings: [],
       sections: [],
