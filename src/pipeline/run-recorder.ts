@@ -67,119 +67,161 @@ export interface RunRecorder {
 
 export function createRunRecorder(options: RunRecorderOptions): RunRecorder {
   const now = options.now ?? (() => new Date());
-  return {
-    begin(data, jobId, octokit) {
-      const startedAt = now();
-      const runId = `${jobId}@${startedAt.toISOString()}`;
-      const facts: Partial<RunFacts> = {};
-      let published: {
-        number: number;
-        url: string;
-        checkRunId: number;
-        headSha: string;
-        commitDiffSha256: string | null;
-      } | null = null;
-      const permission = lookUpPermission(octokit, data).catch((err: unknown) => {
-        options.logger.warn(
-          { err: { message: (err as Error).message } },
-          'run record: permission lookup failed',
-        );
-        return null;
-      });
-      const served: Promise<ServedModel> = describeServedModel({
-        modelUrl: options.model.url,
-        modelName: options.model.name,
-        apiKey: options.model.apiKey,
-      });
-      return {
-        onFacts(f) {
-          Object.assign(facts, f);
-        },
-        wrapPublish(publish) {
-          return async (client, request, logger) => {
-            const pr = await publish(client, request, logger);
-            let commitDiffSha256: string | null = null;
-            if (facts.dir && facts.baseSha) {
-              commitDiffSha256 = await commitDiffHash(facts.dir, facts.baseSha, request.headSha).catch(
-                () => null,
-              );
-            }
-            published = {
-              number: pr.number,
-              url: pr.url,
-              checkRunId: pr.checkRunId,
-              headSha: request.headSha,
-              commitDiffSha256,
-            };
-            return pr;
-          };
-        },
-        async finish(outcome) {
-          try {
-            const files = await localFiles(join(options.trajectoryDir, jobId), jobId);
-            const extra = facts.patch
-              ? [{ name: 'patch.diff', key: `${jobFolder(jobId)}files/patch.diff`, data: facts.patch }]
-              : [];
-            const body: RunRecord = runRecordSchema.parse({
-              schema: 'frognano.run-record/1',
-              runId,
-              jobId,
-              repository: `${data.owner}/${data.repo}`,
-              issueNumber: data.issueNumber,
-              trigger: {
-                login: data.triggeredBy.login,
-                userId: data.triggeredBy.id ?? null,
-                deliveryId: data.deliveryId,
-                label: data.label,
-                enqueuedAt: data.enqueuedAt,
-                permission: await permission,
-              },
-              startedAt: startedAt.toISOString(),
-              finishedAt: now().toISOString(),
-              worker: { hostname: hostname(), version: VERSION },
-              policy: facts.policy ? describePolicy(facts.policy) : null,
-              model: { name: options.model.name, url: safeModelUrl(options.model.url), ...(await served) },
-              protocol: { file: 'src/protocol/protocol.json', sha256: sha256(PROTOCOL_TEXT) },
-              instruction: facts.instruction
-                ? { sha256: sha256(facts.instruction), chars: facts.instruction.length }
-                : null,
-              files: [
-                ...files.map((f) => ({ name: f.name, key: f.key, sha256: f.sha256, bytes: f.bytes })),
-                ...extra.map((f) => ({
-                  name: f.name,
-                  key: f.key,
-                  sha256: sha256(f.data),
-                  bytes: Buffer.byteLength(f.data),
-                })),
-              ],
-              change: describeChange(facts, published, outcome),
-              tests: describeTests(facts.verified, jobId, files),
-              outcome: describeOutcome(outcome),
-              pullRequest: published
-                ? { number: published.number, url: published.url, checkRunId: published.checkRunId }
-                : pullOf(outcome),
-            });
-            const state = await options.writer.write({
-              repository: body.repository,
-              kind: 'record',
-              jobId,
-              body,
-              at: now(),
-              files: [
-                ...files.map((f) => ({ key: f.key, path: f.path })),
-                ...extra.map((f) => ({ key: f.key, data: f.data })),
-              ],
-            });
-            return { state, jobId };
-          } catch (err) {
-            // A bug here must not cost the job its outcome.
-            options.logger.error({ err }, 'could not build the run record');
-            return { state: 'pending', jobId };
-          }
-        },
-      };
-    },
+  return { begin: (data, jobId, octokit) => beginRun({ ...options, now }, data, jobId, octokit) };
+}
+
+/** The pull request a job published, as its record notes it. */
+interface Published {
+  number: number;
+  url: string;
+  checkRunId: number;
+  headSha: string;
+  commitDiffSha256: string | null;
+}
+
+/** What a run's collector keeps until {@link finishRun} writes it. */
+interface RunState {
+  data: JobRequest;
+  jobId: string;
+  startedAt: Date;
+  facts: Partial<RunFacts>;
+  published: Published | null;
+  /** Asked at the start, in parallel with the job. */
+  permission: Promise<RunRecord['trigger']['permission']>;
+  served: Promise<ServedModel>;
+}
+
+type Options = RunRecorderOptions & { now: () => Date };
+
+/** One job's collector: starts the permission and served-model look-ups at once. */
+function beginRun(options: Options, data: JobRequest, jobId: string, octokit: GitHubClient): RunCollector {
+  const state: RunState = {
+    data,
+    jobId,
+    startedAt: options.now(),
+    facts: {},
+    published: null,
+    permission: lookUpPermission(octokit, data).catch((err: unknown) => {
+      options.logger.warn(
+        { err: { message: (err as Error).message } },
+        'run record: permission lookup failed',
+      );
+      return null;
+    }),
+    served: describeServedModel({
+      modelUrl: options.model.url,
+      modelName: options.model.name,
+      apiKey: options.model.apiKey,
+    }),
   };
+  return {
+    onFacts(f) {
+      Object.assign(state.facts, f);
+    },
+    wrapPublish: (publish) => async (client, request, logger) => {
+      const pr = await publish(client, request, logger);
+      const { dir, baseSha } = state.facts;
+      const commitDiffSha256 =
+        dir && baseSha ? await commitDiffHash(dir, baseSha, request.headSha).catch(() => null) : null;
+      state.published = {
+        number: pr.number,
+        url: pr.url,
+        checkRunId: pr.checkRunId,
+        headSha: request.headSha,
+        commitDiffSha256,
+      };
+      return pr;
+    },
+    finish: (outcome) => finishRun(options, state, outcome),
+  };
+}
+
+/** A file that goes with the record without being in the job's folder (the patch). */
+interface ExtraFile {
+  name: string;
+  key: string;
+  data: string;
+}
+
+/** Build the record and write it (store, or spool). Never throws: a bug here must not cost the job its outcome. */
+async function finishRun(options: Options, state: RunState, outcome: Outcome): Promise<RecordNote> {
+  const { jobId, facts } = state;
+  try {
+    const files = await localFiles(join(options.trajectoryDir, jobId), jobId);
+    const extra: ExtraFile[] = facts.patch
+      ? [{ name: 'patch.diff', key: `${jobFolder(jobId)}files/patch.diff`, data: facts.patch }]
+      : [];
+    const body = await buildRecord(options, state, outcome, files, extra);
+    const written = await options.writer.write({
+      repository: body.repository,
+      kind: 'record',
+      jobId,
+      body,
+      at: options.now(),
+      files: [
+        ...files.map((f) => ({ key: f.key, path: f.path })),
+        ...extra.map((f) => ({ key: f.key, data: f.data })),
+      ],
+    });
+    return { state: written, jobId };
+  } catch (err) {
+    options.logger.error({ err }, 'could not build the run record');
+    return { state: 'pending', jobId };
+  }
+}
+
+/**
+ * The run record of a finished job.
+ *
+ * @throws ZodError when the record does not match `runRecordSchema` (a bug).
+ */
+async function buildRecord(
+  options: Options,
+  state: RunState,
+  outcome: Outcome,
+  files: LocalFile[],
+  extra: ExtraFile[],
+): Promise<RunRecord> {
+  const { data, jobId, facts, published, startedAt } = state;
+  return runRecordSchema.parse({
+    schema: 'frognano.run-record/1',
+    runId: `${jobId}@${startedAt.toISOString()}`,
+    jobId,
+    repository: `${data.owner}/${data.repo}`,
+    issueNumber: data.issueNumber,
+    trigger: {
+      login: data.triggeredBy.login,
+      userId: data.triggeredBy.id ?? null,
+      deliveryId: data.deliveryId,
+      label: data.label,
+      enqueuedAt: data.enqueuedAt,
+      permission: await state.permission,
+    },
+    startedAt: startedAt.toISOString(),
+    finishedAt: options.now().toISOString(),
+    worker: { hostname: hostname(), version: VERSION },
+    policy: facts.policy ? describePolicy(facts.policy) : null,
+    model: { name: options.model.name, url: safeModelUrl(options.model.url), ...(await state.served) },
+    protocol: { file: 'src/protocol/protocol.json', sha256: sha256(PROTOCOL_TEXT) },
+    instruction: facts.instruction
+      ? { sha256: sha256(facts.instruction), chars: facts.instruction.length }
+      : null,
+    files: [
+      ...files.map((f) => ({ name: f.name, key: f.key, sha256: f.sha256, bytes: f.bytes })),
+      ...extra.map((f) => ({
+        name: f.name,
+        key: f.key,
+        sha256: sha256(f.data),
+        bytes: Buffer.byteLength(f.data),
+      })),
+    ],
+    change: describeChange(facts, published, outcome),
+    tests: describeTests(facts.verified, jobId, files),
+    outcome: describeOutcome(outcome),
+    pullRequest: published
+      ? { number: published.number, url: published.url, checkRunId: published.checkRunId }
+      : pullOf(outcome),
+  });
 }
 
 async function lookUpPermission(
@@ -198,10 +240,19 @@ async function lookUpPermission(
   };
 }
 
+/** A file of the job's local trajectory folder: store key, sha256, size in bytes. */
+interface LocalFile {
+  name: string;
+  path: string;
+  key: string;
+  sha256: string;
+  bytes: number;
+}
+
 /** The job's files in its local trajectory folder, with their store keys and hashes. */
-async function localFiles(dir: string, jobId: string) {
+async function localFiles(dir: string, jobId: string): Promise<LocalFile[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  const out: Array<{ name: string; path: string; key: string; sha256: string; bytes: number }> = [];
+  const out: LocalFile[] = [];
   for (const name of names.sort()) {
     if (!/^[A-Za-z0-9._-]+$/.test(name) || name.endsWith('.tmp')) continue;
     const path = join(dir, name);

@@ -62,6 +62,44 @@ export interface RunCommandHooks {
  * is `exitCodeOf(outcome)`.
  */
 export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise<number> {
+  const options = parseRunOptions(argv);
+  if (typeof options === 'number') return options;
+  const issueText = await readIssue(options.issue);
+  if (!issueText.trim()) return usageError('the issue text is empty');
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'warn',
+    destination: process.stderr as never,
+  });
+  if (!options.replay && !(await modelServerAnswers(options.modelUrl, options.apiKey))) return 3;
+  return runLocally(options, issueText, logger, hooks);
+}
+
+/** The command line of `run`, checked. */
+interface RunOptions {
+  repo: string;
+  issue: string;
+  modelUrl: string;
+  /** `--model-url replay:<trajectory.json>`: no model server, the recorded answers. */
+  replay: boolean;
+  model: string;
+  apiKey: string | undefined;
+  maxSteps: number | undefined;
+  /** Seconds. */
+  maxTimeSec: number | undefined;
+  /** `none` = skip the tests; absent = detect. */
+  testCommand: string | undefined;
+  out: string;
+  keep: boolean;
+}
+
+/** Print a usage error; returns exit code 2. */
+function usageError(msg: string): number {
+  process.stderr.write(`frognano-bot run: ${msg}\n\n${USAGE}\n`);
+  return 2;
+}
+
+/** Parse and check `argv`; an exit code when the command ends here (usage error 2, `--help` 0). */
+function parseRunOptions(argv: string[]): RunOptions | number {
   let values;
   try {
     ({ values } = parseArgs({
@@ -82,17 +120,12 @@ export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise
       strict: true,
     }));
   } catch (err) {
-    process.stderr.write(`frognano-bot run: ${(err as Error).message}\n\n${USAGE}\n`);
-    return 2;
+    return usageError((err as Error).message);
   }
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const usageError = (msg: string): number => {
-    process.stderr.write(`frognano-bot run: ${msg}\n\n${USAGE}\n`);
-    return 2;
-  };
   if (!values.repo) return usageError('--repo is required');
   if (values.issue === undefined) return usageError('--issue is required');
   const maxSteps = positiveInt(values['max-steps'], '--max-steps');
@@ -106,36 +139,55 @@ export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise
       `--model-url must be an http:// or https:// URL (e.g. ${DEFAULT_MODEL_URL}) or replay:<trajectory.json> (got "${modelUrl}")`,
     );
   }
+  return {
+    repo: values.repo,
+    issue: values.issue,
+    modelUrl,
+    replay,
+    model: values.model,
+    apiKey: values['api-key'] ?? process.env.MODEL_API_KEY,
+    maxSteps,
+    maxTimeSec,
+    testCommand: values['test-command'],
+    out: values.out,
+    keep: values.keep,
+  };
+}
 
-  const issueText = await readIssue(values.issue);
-  if (!issueText.trim()) return usageError('the issue text is empty');
-
-  const logger = createLogger({
-    level: process.env.LOG_LEVEL ?? 'warn',
-    destination: process.stderr as never,
-  });
-  const apiKey = values['api-key'] ?? process.env.MODEL_API_KEY;
-  if (!replay) {
-    try {
-      await listModels(modelUrl, apiKey);
-    } catch (err) {
-      process.stderr.write(
-        `frognano-bot run: no model server answers at ${modelUrl} (${(err as Error).message}).\n` +
-          `Start SGLang with FrogNano-4B, for example:\n  ${SGLANG_LAUNCH_HINT}\n` +
-          `or pass --model-url replay:<trajectory.json> to replay a recorded run.\n`,
-      );
-      return 3;
-    }
+/** Whether a model server answers `GET /v1/models` at `modelUrl`; if not, says how to start one. */
+async function modelServerAnswers(modelUrl: string, apiKey: string | undefined): Promise<boolean> {
+  try {
+    await listModels(modelUrl, apiKey);
+    return true;
+  } catch (err) {
+    process.stderr.write(
+      `frognano-bot run: no model server answers at ${modelUrl} (${(err as Error).message}).\n` +
+        `Start SGLang with FrogNano-4B, for example:\n  ${SGLANG_LAUNCH_HINT}\n` +
+        `or pass --model-url replay:<trajectory.json> to replay a recorded run.\n`,
+    );
+    return false;
   }
-  const model = createChatModelFromUrl(modelUrl, { model: values.model, apiKey, logger });
-  const testCommand = values['test-command'];
+}
+
+/**
+ * The pipeline on the local repository, the folder publisher writing `options.out`; prints the
+ * summary. SIGINT/SIGTERM cancel the run. Returns `exitCodeOf(outcome)`.
+ */
+async function runLocally(
+  options: RunOptions,
+  issueText: string,
+  logger: Logger,
+  hooks: RunCommandHooks,
+): Promise<number> {
+  const { modelUrl, replay, testCommand } = options;
+  const model = createChatModelFromUrl(modelUrl, { model: options.model, apiKey: options.apiKey, logger });
   const policy: JobPolicy = {
     ...BUILT_IN_DEFAULTS,
-    ...(maxSteps !== undefined ? { maxSteps } : {}),
-    ...(maxTimeSec !== undefined ? { maxTimeSec } : {}),
+    ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+    ...(options.maxTimeSec !== undefined ? { maxTimeSec: options.maxTimeSec } : {}),
     testCommand: testCommand && testCommand !== 'none' ? testCommand : null,
   };
-  const outDir = resolve(values.out);
+  const outDir = resolve(options.out);
   const controller = new AbortController();
   const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
   process.once('SIGINT', onSignal);
@@ -152,33 +204,28 @@ export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise
       // The probe targets: the canary, the model server, the repository's host.
       sandboxFactory: createProbedSandboxFactory(
         hooks.sandboxFactory ?? createRunSandboxFactory(logger),
-        egressTargets(canary, replay ? null : modelUrl, values.repo),
+        egressTargets(canary, replay ? null : modelUrl, options.repo),
         logger,
       ),
       createModel: () => model,
       testTimeoutMs: 15 * 60_000,
-      keepWorkspace: values.keep,
+      keepWorkspace: options.keep,
       skipTests: testCommand === 'none',
       onAgentStep: createProgress(policy.maxSteps),
     });
     const outcome = await runPipeline(
       ctx,
-      createLocalSource({ repo: values.repo, issueText, policy }),
+      createLocalSource({ repo: options.repo, issueText, policy }),
       createFolderPublisher({
         outDir,
         exitCodeOf,
         startedAt: new Date(),
         extra: {
-          model: replay ? `replay of ${modelUrl.slice('replay:'.length)}` : `${values.model} at ${modelUrl}`,
+          model: replay ? `replay of ${modelUrl.slice('replay:'.length)}` : `${options.model} at ${modelUrl}`,
         },
       }),
     );
-    const summary = JSON.parse(await readFile(join(outDir, 'summary.json'), 'utf8')) as FolderSummary;
-    process.stdout.write(formatRunSummary(summary, replay));
-    if (typeof summary.checkout === 'string')
-      process.stdout.write(
-        `workspace kept at ${summary.checkout} (a fresh repository: the base commit, the patch applied and staged)\n`,
-      );
+    await printSummary(outDir, replay);
     return exitCodeOf(outcome);
   } finally {
     process.off('SIGINT', onSignal);
@@ -186,6 +233,16 @@ export async function main(argv: string[], hooks: RunCommandHooks = {}): Promise
     await new Promise((r) => canary.close(r));
     await rm(store, { recursive: true, force: true });
   }
+}
+
+/** Print the `summary.json` the folder publisher wrote, and where a kept workspace is. */
+async function printSummary(outDir: string, replay: boolean): Promise<void> {
+  const summary = JSON.parse(await readFile(join(outDir, 'summary.json'), 'utf8')) as FolderSummary;
+  process.stdout.write(formatRunSummary(summary, replay));
+  if (typeof summary.checkout === 'string')
+    process.stdout.write(
+      `workspace kept at ${summary.checkout} (a fresh repository: the base commit, the patch applied and staged)\n`,
+    );
 }
 
 /**

@@ -61,84 +61,96 @@ export function parsePatch(patch: string): PatchFile[] {
       addedLines: [],
       removedLines: [],
     };
-    let sawNewFile = false;
-    let sawDeletedFile = false;
-    let mode: string | null = null;
-    let minus: string | null = null;
-    let plus: string | null = null;
-    i++;
-    // Extended header lines, up to the first hunk or the next file.
-    for (; i < lines.length; i++) {
-      const line = lines[i] ?? '';
-      if (line.startsWith('diff --git ') || line.startsWith('@@ ')) break;
-      let m: RegExpExecArray | null;
-      if ((m = /^new file mode (\d{6})$/.exec(line))) {
-        sawNewFile = true;
-        file.newMode = m[1] ?? null;
-      } else if ((m = /^deleted file mode (\d{6})$/.exec(line))) {
-        sawDeletedFile = true;
-        file.oldMode = m[1] ?? null;
-      } else if ((m = /^old mode (\d{6})$/.exec(line))) {
-        file.oldMode = m[1] ?? null;
-      } else if ((m = /^new mode (\d{6})$/.exec(line))) {
-        file.newMode = m[1] ?? null;
-      } else if ((m = /^index [0-9a-f]+\.\.[0-9a-f]+(?: (\d{6}))?$/.exec(line))) {
-        mode = m[1] ?? mode;
-      } else if (line.startsWith('--- ')) {
-        minus = sidePath(line.slice(4), 'a/');
-      } else if (line.startsWith('+++ ')) {
-        plus = sidePath(line.slice(4), 'b/');
-      } else if (line === 'GIT binary patch' || /^Binary files .* differ$/.test(line)) {
-        file.binary = true;
-      }
-    }
-    if (sawNewFile) file.status = 'added';
-    else if (sawDeletedFile) file.status = 'deleted';
-    if (file.status === 'added') file.oldMode = null;
-    if (file.status === 'deleted') file.newMode = null;
-    // `index a..b 100644` carries the mode when it did not change.
-    if (file.status === 'modified') {
-      file.oldMode ??= mode;
-      file.newMode ??= mode;
-    }
-    const named = file.status === 'deleted' ? minus : (plus ?? minus);
-    if (named) file.path = named;
-
-    // Hunks.
-    while (i < lines.length && (lines[i] ?? '').startsWith('@@ ')) {
-      const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(lines[i] ?? '');
-      i++;
-      if (!m) continue;
-      let oldLine = Number(m[1]);
-      let newLine = Number(m[3]);
-      let oldLeft = m[2] === undefined ? 1 : Number(m[2]);
-      let newLeft = m[4] === undefined ? 1 : Number(m[4]);
-      while (i < lines.length && (oldLeft > 0 || newLeft > 0)) {
-        const line = lines[i] ?? '';
-        const tag = line.charAt(0);
-        if (tag === '+') {
-          file.addedLines.push({ line: newLine++, text: line.slice(1) });
-          newLeft--;
-        } else if (tag === '-') {
-          file.removedLines.push({ line: oldLine++, text: line.slice(1) });
-          oldLeft--;
-        } else if (tag === ' ' || line === '') {
-          // An empty line is a context line whose leading space was stripped by an editor or mailer.
-          oldLine++;
-          newLine++;
-          oldLeft--;
-          newLeft--;
-        } else if (tag !== '\\') {
-          break; // malformed hunk: stop reading it
-        }
-        i++;
-      }
-      // A trailing "\ No newline at end of file" after the counts ran out.
-      while (i < lines.length && (lines[i] ?? '').startsWith('\\')) i++;
-    }
+    i = readExtendedHeader(lines, i + 1, file);
+    while (i < lines.length && (lines[i] ?? '').startsWith('@@ ')) i = readHunk(lines, i, file);
     files.push(file);
   }
   return files;
+}
+
+/**
+ * Read a file's extended header lines (modes, `index`, `---`/`+++`, binary markers) from `lines[i]`
+ * up to its first hunk or the next file into `file`; returns the index of that line.
+ */
+function readExtendedHeader(lines: readonly string[], i: number, file: PatchFile): number {
+  let sawNewFile = false;
+  let sawDeletedFile = false;
+  let mode: string | null = null;
+  let minus: string | null = null;
+  let plus: string | null = null;
+  for (; i < lines.length; i++) {
+    const line = lines[i] ?? '';
+    if (line.startsWith('diff --git ') || line.startsWith('@@ ')) break;
+    let m: RegExpExecArray | null;
+    if ((m = /^new file mode (\d{6})$/.exec(line))) {
+      sawNewFile = true;
+      file.newMode = m[1] ?? null;
+    } else if ((m = /^deleted file mode (\d{6})$/.exec(line))) {
+      sawDeletedFile = true;
+      file.oldMode = m[1] ?? null;
+    } else if ((m = /^old mode (\d{6})$/.exec(line))) {
+      file.oldMode = m[1] ?? null;
+    } else if ((m = /^new mode (\d{6})$/.exec(line))) {
+      file.newMode = m[1] ?? null;
+    } else if ((m = /^index [0-9a-f]+\.\.[0-9a-f]+(?: (\d{6}))?$/.exec(line))) {
+      mode = m[1] ?? mode;
+    } else if (line.startsWith('--- ')) {
+      minus = sidePath(line.slice(4), 'a/');
+    } else if (line.startsWith('+++ ')) {
+      plus = sidePath(line.slice(4), 'b/');
+    } else if (line === 'GIT binary patch' || /^Binary files .* differ$/.test(line)) {
+      file.binary = true;
+    }
+  }
+  if (sawNewFile) file.status = 'added';
+  else if (sawDeletedFile) file.status = 'deleted';
+  if (file.status === 'added') file.oldMode = null;
+  if (file.status === 'deleted') file.newMode = null;
+  // `index a..b 100644` carries the mode when it did not change.
+  if (file.status === 'modified') {
+    file.oldMode ??= mode;
+    file.newMode ??= mode;
+  }
+  const named = file.status === 'deleted' ? minus : (plus ?? minus);
+  if (named) file.path = named;
+  return i;
+}
+
+/**
+ * Read the hunk whose `@@` header is `lines[i]` into `file`'s added and removed lines, by its line
+ * counts; returns the index of the line after it (and after a trailing `\ No newline` marker).
+ */
+function readHunk(lines: readonly string[], i: number, file: PatchFile): number {
+  const m = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(lines[i] ?? '');
+  i++;
+  if (!m) return i;
+  let oldLine = Number(m[1]);
+  let newLine = Number(m[3]);
+  let oldLeft = m[2] === undefined ? 1 : Number(m[2]);
+  let newLeft = m[4] === undefined ? 1 : Number(m[4]);
+  while (i < lines.length && (oldLeft > 0 || newLeft > 0)) {
+    const line = lines[i] ?? '';
+    const tag = line.charAt(0);
+    if (tag === '+') {
+      file.addedLines.push({ line: newLine++, text: line.slice(1) });
+      newLeft--;
+    } else if (tag === '-') {
+      file.removedLines.push({ line: oldLine++, text: line.slice(1) });
+      oldLeft--;
+    } else if (tag === ' ' || line === '') {
+      // An empty line is a context line whose leading space was stripped by an editor or mailer.
+      oldLine++;
+      newLine++;
+      oldLeft--;
+      newLeft--;
+    } else if (tag !== '\\') {
+      break; // malformed hunk: stop reading it
+    }
+    i++;
+  }
+  // A trailing "\ No newline at end of file" after the counts ran out.
+  while (i < lines.length && (lines[i] ?? '').startsWith('\\')) i++;
+  return i;
 }
 
 /** Lines changed by a file: added plus removed (0 for a binary file). */
