@@ -41,6 +41,28 @@ export interface PreparedSandbox {
 }
 
 /**
+ * Copy a tree (a tar stream from `tree()`) into `sandbox`, checking `signal` before and after; the
+ * stream is destroyed in any case, so a copy that failed half-way leaves no archive reading files
+ * for nobody.
+ *
+ * @throws the signal's reason when it aborted; the driver's `SANDBOX_COPY_FAILED`…
+ */
+export async function copyTreeIn(
+  sandbox: Sandbox,
+  tree: () => Readable,
+  signal?: AbortSignal,
+): Promise<void> {
+  throwIfAborted(signal);
+  const stream = tree();
+  try {
+    await sandbox.copyIn(stream);
+  } finally {
+    stream.destroy();
+  }
+  throwIfAborted(signal);
+}
+
+/**
  * Make the agent's sandbox: create it, prove it is offline, copy the repository in, and commit that
  * tree as the "base" commit of a fresh repository inside the sandbox (no remote, no credentials, a
  * fixed identity), so that the agent loop's patch is `git diff --binary` against it. On any failure
@@ -57,15 +79,7 @@ export async function prepareSandbox(options: PrepareSandboxOptions): Promise<Pr
     settings: options.sandboxSettings,
   });
   try {
-    throwIfAborted(signal);
-    const tree = options.tree();
-    try {
-      await sandbox.copyIn(tree);
-    } finally {
-      // A copy that failed half-way must not leave the archive reading files for nobody.
-      tree.destroy();
-    }
-    throwIfAborted(signal);
+    await copyTreeIn(sandbox, options.tree, signal);
     await commitBase(sandbox, signal);
     throwIfAborted(signal);
     const prepared: PreparedSandbox = { sandbox };

@@ -5,6 +5,7 @@ import type { Sandbox, SandboxFactory, SandboxSettings } from '../sandbox/sandbo
 import { clearTestReports, collectTestReport, planTestReport } from './test-reports/test-report-capture.js';
 import type { TestCaseResult, TestReportFormat } from './test-reports/test-report-parsers.js';
 import { detectTestCommand } from './detect-test-command.js';
+import { copyTreeIn } from './prepare-sandbox.js';
 
 /** Lines of test output kept as the tail shown in the pull request and the status comment. */
 export const TEST_TAIL_LINES = 60;
@@ -87,15 +88,7 @@ export async function runTests(options: RunTestsOptions): Promise<TestRun | null
     settings: { ...options.sandboxSettings, timeLimitMs: 2 * timeoutMs },
   });
   try {
-    throwIfAborted(signal);
-    const tree = options.tree();
-    try {
-      await sandbox.copyIn(tree);
-    } finally {
-      // A copy that failed half-way must not leave the archive reading files for nobody.
-      tree.destroy();
-    }
-    throwIfAborted(signal);
+    await copyTreeIn(sandbox, options.tree, signal);
     const detected = options.testCommand
       ? { command: options.testCommand, reason: 'configured' }
       : await detectTestCommand(sandbox);
