@@ -6,6 +6,7 @@
  *   command itself (measured against the same command run directly with child_process).
  * - A scripted 150-step trajectory with an instant model: < 3 s of harness time.
  * - Requests are prefix-extensions of each other (checked, printed).
+ * - `eval run`: the harness's own time per task (30 scripted steps) against the time of its tests.
  *
  * `BENCH_ONLY=sandbox` stops after the sandbox figures (the GitHub App part is skipped).
  */
@@ -18,6 +19,7 @@ import { runAgentLoop } from '../src/leaf/agent-loop.js';
 import { executeTool, readLeafToolSettings } from '../src/leaf/tools/index.js';
 import type { ChatMessage, ChatModel } from '../src/llm/chat-model.js';
 import { createLocalSandboxFactory } from '../src/sandbox/local/local-sandbox.js';
+import { benchEvalOverhead } from './eval-overhead.js';
 import { benchGithubApp } from './github-app.js';
 import { benchToolsAtScale } from './tools-at-scale.js';
 import { benchTrajectoryAppend } from './trajectory-append.js';
@@ -192,6 +194,7 @@ try {
 if (process.env.BENCH_ONLY !== 'sandbox') {
   await benchToolsAtScale();
   await benchTrajectoryAppend();
+  await benchEvalOverhead();
   await benchGithubApp().catch((err: unknown) =>
     console.log(`\nGitHub App figures unavailable: ${(err as Error).message}`),
   );

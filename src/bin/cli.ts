@@ -17,7 +17,7 @@ const COMMANDS: Record<string, string> = {
   doctor: 'Check an install: GitHub App, Redis, model server, sandbox driver, egress',
   'leaf-tool': 'Run one Leaf tool call read as JSON from stdin; print the observation',
   trajectory: 'Print a stored trajectory as a readable transcript: trajectory <job id | file>',
-  eval: 'Evaluate on your own history: eval mine --repo PATH (SWE-bench tasks) | eval report --out DIR',
+  eval: 'Evaluate on your own history: eval run TASKS.jsonl --model-url URL --out DIR | eval mine --repo PATH (SWE-bench tasks) | eval report --out DIR',
   audit: 'Run records: audit verify [--repo owner/name] [--since DATE] | audit show <job id> | audit sweep',
 };
 

@@ -224,7 +224,9 @@ export async function runEvalTasks(input: {
       }
       await appendResult(input.outDir, result);
       const resolved = choiceResolved(result);
-      const note = result.error ?? result.candidates.find((c) => c.k === result.chosen)?.reason ?? null;
+      // Without a chosen candidate (none made a change, every patch refused…), the first one says why.
+      const shown = result.candidates.find((c) => c.k === result.chosen) ?? result.candidates[0];
+      const note = result.error ?? shown?.reason ?? null;
       input.progress.finished({ instanceId: result.instance_id, resolved, note });
     }
   };

@@ -43,6 +43,11 @@ export const taskResultSchema = z.object({
   modelPatch: z.string(),
   /** Wall-clock time of the whole task, milliseconds. */
   durationMs: z.number().min(0),
+  /**
+   * Wall-clock time of the task's test runs (the base and head runs of the verification, the
+   * grading runs), milliseconds: the part of `durationMs` that is the tests' own.
+   */
+  testsMs: z.number().min(0).optional(),
   /** An error that ended the task before any candidate finished, e.g. the repository did not clone. */
   error: z.string().nullable().optional(),
 });

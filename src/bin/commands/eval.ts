@@ -1,27 +1,55 @@
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Server } from 'node:net';
-import { basename, resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AppError } from '../../app-error.js';
+import { AppError, isAppError } from '../../app-error.js';
 import { EMPTY_ADMIN_POLICY, parseAdminPolicy, resolveEvalDefaults } from '../../config/policy.js';
 import { createIssueFetcher } from '../../eval/issue-text.js';
 import { formatMineReport, mineTasks } from '../../eval/mine-tasks.js';
 import { formatTaskLine } from '../../eval/swe-bench-task.js';
-import { writeReport } from '../../eval/write-report.js';
+import { parseEvalRunOptions, planEvalRun, runEvalTasks } from '../../eval/eval-run.js';
+import { createProgress } from '../../eval/progress.js';
+import { createEvalTaskRunner } from '../../eval/run-eval-task.js';
+import { writeReport, type WrittenReport } from '../../eval/write-report.js';
+import { createChatModelFromUrl } from '../../leaf/replay-model.js';
+import { listModels } from '../../llm/sglang-client.js';
 import { runGit } from '../../git/run-git.js';
 import { createLogger } from '../../observability/logger.js';
 import { createProbedSandboxFactory } from '../../pipeline/probed-sandbox-factory.js';
 import type { EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
+import { DEFAULT_MODEL } from './run.js';
 
 const USAGE = `usage: frognano-bot eval <subcommand> [options]
 
 Measure FrogNano on tasks in SWE-bench's instance format, from your own repositories' history.
 
+  eval run TASKS.jsonl --model-url URL --out DIR [options]
+                                    run every task through the pipeline, grade it with its hidden
+                                    tests, write predictions.jsonl and the report (resumable)
   eval mine --repo PATH [options]   write tasks mined from a repository's history (JSON Lines)
   eval report --out DIR             re-render report.md, report.html, summary.json and
                                     predictions.jsonl of a results folder from its results.jsonl
+
+eval run options:
+  --model-url URL       OpenAI-compatible endpoint of SGLang (required)
+  --model NAME          model name sent to the server and written to the predictions
+                        (default ${DEFAULT_MODEL})
+  --out DIR             the results folder (required); a rerun with the same folder skips the
+                        tasks finished there
+  --repos DIR           a folder of mirrors (DIR/owner/name, DIR/owner__name, DIR/name, .git too)
+  --repo-map FILE       owner/name: path or clone URL (YAML or JSON); one of the two is required
+  --candidates K        independent candidates per task, best-of-N (--attempts K: the old name)
+  --concurrency C       tasks at once
+  --max-steps N         step cap of each candidate
+  --max-time SEC        wall-clock cap of each candidate
+  --test-timeout SEC    limit of each test run
+  --test-command CMD    the test command (default: detected)
+  --setup-command CMD   command run before the tests (offline)
+  --policy FILE         admin policy whose "eval" section gives the defaults (default: env
+                        POLICY_FILE); the command line wins, the policy's limits hold
 
 eval mine options:
   --repo PATH           the repository (a local clone; its first-parent history of HEAD is read)
@@ -43,7 +71,9 @@ eval report options:
   --title TEXT          the report's title (default "FrogNano evaluation")
 
 Tests run in the local bubblewrap sandbox, offline (the egress probe runs first). An evaluation never
-writes to GitHub. Exit code: 0 on success; 1 on failure; 2 for a usage error.`;
+writes to GitHub. Exit code: 0 on success (for eval run: the run completed, whatever the resolved
+rate); 1 on failure (no model server, a repository not found, a sandbox that reaches the network);
+2 for a usage error; 130 interrupted (eval run resumes with the same --out).`;
 
 /** `frognano-bot eval`: mining of tasks from history and the evaluation report. */
 export async function main(argv: string[]): Promise<number> {
@@ -53,6 +83,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (sub === 'run') return runEval(rest);
   if (sub === 'mine') return mine(rest);
   if (sub === 'report') return report(rest);
   return usageError(`unknown subcommand "${sub}"`);
@@ -179,14 +210,7 @@ async function report(argv: string[]): Promise<number> {
     return 1;
   }
   const written = await writeReport(outDir, { title: typeof v.title === 'string' ? v.title : undefined });
-  const s = written.summary;
-  const [lo, hi] = s.resolvedRateCi95.map((x) => `${(100 * x).toFixed(1)}%`);
-  process.stdout.write(
-    `${s.resolved} of ${s.tasks} tasks resolved (${(100 * s.resolvedRate).toFixed(1)}%, 95% CI ${lo}–${hi}); pass@1 ${(100 * s.passAt1).toFixed(1)}%` +
-      `${s.passAtK && s.passAtK.k > 1 ? `, pass@${s.passAtK.k} ${(100 * s.passAtK.value).toFixed(1)}%` : ''}\n` +
-      (written.skipped.length > 0 ? `skipped unreadable lines: ${written.skipped.join(', ')}\n` : '') +
-      `written: ${written.files.join(', ')}\n`,
-  );
+  process.stdout.write(formatEvalSummary(written));
   return 0;
 }
 
@@ -222,4 +246,115 @@ async function startCanary(): Promise<Server> {
   const server = createServer((socket) => socket.destroy()).unref();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return server;
+}
+
+/**
+ * `eval run`: every pending task through the pipeline (`createEvalTaskRunner`), `--concurrency` at
+ * a time, with the probed local sandbox factory (a loopback canary and the model server must not
+ * answer from inside), then predictions.jsonl and the report.
+ */
+async function runEval(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const policyAt = argv.indexOf('--policy');
+  const policyFile = policyAt >= 0 ? argv[policyAt + 1] : process.env.POLICY_FILE;
+  const rest = policyAt >= 0 ? argv.filter((_, i) => i !== policyAt && i !== policyAt + 1) : argv;
+  const options = parseEvalRunOptions(rest, resolveEvalDefaults(await loadPolicy(policyFile)));
+  if (typeof options === 'string') return usageError(options);
+  if (!isHttpUrl(options.modelUrl))
+    return usageError(`--model-url must be an http:// or https:// URL (got "${options.modelUrl}")`);
+  const fail = (message: string): number => {
+    process.stderr.write(`frognano-bot eval run: ${message}\n`);
+    return 1;
+  };
+  const outDir = resolve(options.outDir);
+  let plan;
+  try {
+    plan = await planEvalRun({ ...options, outDir });
+  } catch (err) {
+    if (err instanceof AppError) return fail(err.message);
+    throw err;
+  }
+  const logger = createLogger({
+    level: process.env.LOG_LEVEL ?? 'warn',
+    destination: process.stderr as never,
+  });
+  const apiKey = process.env.MODEL_API_KEY;
+  const model = options.model ?? DEFAULT_MODEL;
+  if (plan.pending.length > 0) {
+    try {
+      await listModels(options.modelUrl, apiKey);
+    } catch (err) {
+      return fail(`no model server answers at ${options.modelUrl} (${(err as Error).message})`);
+    }
+  }
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const canary = await startCanary();
+  const workDir = await mkdtemp(join(tmpdir(), 'frognano-eval-'));
+  try {
+    const targets: EgressTarget[] = [
+      { name: 'host loopback', url: `http://127.0.0.1:${(canary.address() as AddressInfo).port}` },
+      { name: 'model-server', url: options.modelUrl },
+    ];
+    const client = createChatModelFromUrl(options.modelUrl, { model, apiKey, logger });
+    const written = await runEvalTasks({
+      plan,
+      outDir,
+      concurrency: options.concurrency,
+      model,
+      progress: createProgress(process.stderr, plan.total),
+      runTask: createEvalTaskRunner({
+        options: { ...options, outDir },
+        model,
+        sandboxFactory: createProbedSandboxFactory(localFactory(logger), targets, logger),
+        createModel: () => client,
+        logger,
+        signal: controller.signal,
+        workDir,
+      }),
+    });
+    process.stdout.write(formatEvalSummary(written));
+    return 0;
+  } catch (err) {
+    if (isAppError(err, 'CANCELLED')) {
+      process.stderr.write(
+        `\nfrognano-bot eval run: interrupted; run again with --out ${outDir} to resume\n`,
+      );
+      return 130;
+    }
+    if (err instanceof AppError) return fail(err.message);
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await new Promise((r) => canary.close(r));
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The last lines of `eval run` and `eval report`: the resolved rate with its interval, pass@k, the files. */
+function formatEvalSummary(written: WrittenReport): string {
+  const s = written.summary;
+  const [lo, hi] = s.resolvedRateCi95.map((x) => `${(100 * x).toFixed(1)}%`);
+  return (
+    `${s.resolved} of ${s.tasks} tasks resolved (${(100 * s.resolvedRate).toFixed(1)}%, 95% CI ${lo}–${hi}); pass@1 ${(100 * s.passAt1).toFixed(1)}%` +
+    `${s.passAtK && s.passAtK.k > 1 ? `, pass@${s.passAtK.k} ${(100 * s.passAtK.value).toFixed(1)}%` : ''}\n` +
+    (written.skipped.length > 0 ? `skipped unreadable lines: ${written.skipped.join(', ')}\n` : '') +
+    `written: ${written.files.join(', ')}\n`
+  );
+}
+
+/** Whether `text` parses as an absolute http: or https: URL. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
 }
