@@ -197,7 +197,8 @@ export async function fetchBranchHead(
   try {
     await runGit(['fetch', '--quiet', '--no-tags', 'origin', `+${ref}:${tracking}`], remoteOptions(options));
   } catch (err) {
-    if (isAppError(err, 'GIT_FAILED') && /couldn't find remote ref/i.test(err.details?.stderr ?? '')) return null;
+    if (isAppError(err, 'GIT_FAILED') && /couldn't find remote ref/i.test(err.details?.stderr ?? ''))
+      return null;
     throw remoteError(err, `could not fetch ${ref}`);
   }
   const head = await runGit(['rev-parse', tracking], { cwd: options.dir });

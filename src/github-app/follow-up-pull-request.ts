@@ -64,7 +64,9 @@ async function publishFollowUpRound(
           note: `Asked for by ${target.requestedBy.map((l) => `@${l}`).join(', ')} on the pull request.`,
         })
       : null;
-    const text = section ? appendTranscriptRound(previous?.output.text ?? null, section) : previous?.output.text;
+    const text = section
+      ? appendTranscriptRound(previous?.output.text ?? null, section)
+      : previous?.output.text;
     checkRunId = await createHumanReviewCheck(octokit, {
       owner,
       repo,
@@ -106,7 +108,9 @@ async function publishFollowUpRound(
       });
     } catch (err) {
       logger.warn({ err, commentId: item.commentId }, 'could not reply to a review comment');
-      warnings.push(`The review comment ${item.url ?? item.commentId} got no reply (${describeHttpError(err)}).`);
+      warnings.push(
+        `The review comment ${item.url ?? item.commentId} got no reply (${describeHttpError(err)}).`,
+      );
     }
   }
   return { checkRunId, warnings };

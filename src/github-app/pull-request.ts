@@ -237,7 +237,10 @@ async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, n
  * time; the job id.
  * Cut to {@link MAX_BODY_CHARS}.
  */
-export function renderPullRequestBody(input: PullRequestBodyInput, context: { pullUrl?: string } = {}): string {
+export function renderPullRequestBody(
+  input: PullRequestBodyInput,
+  context: { pullUrl?: string } = {},
+): string {
   const s = input.summary;
   const out: string[] = [];
   // First, so cutting a long body never drops it.
@@ -273,7 +276,7 @@ export function renderPullRequestBody(input: PullRequestBodyInput, context: { pu
 
   for (const section of input.sections) out.push(`### ${section.title}`, section.markdown);
 
-  if (input.rounds && input.rounds.length > 1) {
+  if (input.rounds?.some((r) => r.round > 1)) {
     out.push('### Rounds', renderRoundsTable(input.rounds, context.pullUrl ?? ''));
   }
 

@@ -3,7 +3,6 @@ import type { Logger } from '../observability/logger.js';
 import type { PullRequestRound } from '../pipeline/publish-change.js';
 import { table, untrustedInline } from '../text/markdown.js';
 
-
 /**
  * The rounds of a bot pull request in its body: a hidden marker holding every round's row as JSON
  * (`<!-- frognano:rounds [...] -->`), read back when the next round rewrites the body, and the
@@ -17,7 +16,10 @@ const roundSchema = z.object({
   round: z.number().int().positive(),
   requestedBy: z.array(z.string().max(100)).max(50),
   asked: z.string().max(400),
-  commit: z.string().regex(/^[0-9a-f]{7,64}$/).nullable(),
+  commit: z
+    .string()
+    .regex(/^[0-9a-f]{7,64}$/)
+    .nullable(),
   fixed: z.number().int().nonnegative().nullable(),
   broken: z.number().int().nonnegative().nullable(),
   outcome: z.string().max(200),
@@ -53,7 +55,10 @@ export function readRoundsMarker(body: string | null, logger: Logger): PullReque
   }
   const parsed = roundsSchema.safeParse(json);
   if (!parsed.success) {
-    logger.warn({ chars: raw.length }, 'the rounds marker of the pull request body is corrupt; the table starts fresh');
+    logger.warn(
+      { chars: raw.length },
+      'the rounds marker of the pull request body is corrupt; the table starts fresh',
+    );
     return [];
   }
   return parsed.data;
@@ -72,5 +77,9 @@ export function renderRoundsTable(rounds: readonly PullRequestRound[], pullUrl: 
     r.fixed === null || r.broken === null ? '—' : `${r.fixed} / ${r.broken}`,
     untrustedInline(r.outcome, 200),
   ]);
-  return table(['Round', 'Requested by', 'What was asked', 'Commit', 'Tests fixed / broken', 'Outcome'], rows, 'rlllrl');
+  return table(
+    ['Round', 'Requested by', 'What was asked', 'Commit', 'Tests fixed / broken', 'Outcome'],
+    rows,
+    'rlllrl',
+  );
 }

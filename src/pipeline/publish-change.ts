@@ -34,7 +34,7 @@ export interface PullRequestBodyInput {
   sections: Array<{ title: string; markdown: string }>;
   /**
    * The rounds so far, oldest first: kept in a hidden marker in the body; shown as the "Rounds"
-   * table once there is more than one (follow-up rounds).
+   * table once a follow-up round is among them.
    */
   rounds?: PullRequestRound[];
 }

@@ -47,7 +47,10 @@ export interface PublishedRound {
  */
 export interface FollowUpPullRequest {
   /** The branch's head commit through the API, `null` when the branch is gone. */
-  branchHead(octokit: GitHubClient, where: { owner: string; repo: string; branch: string }): Promise<string | null>;
+  branchHead(
+    octokit: GitHubClient,
+    where: { owner: string; repo: string; branch: string },
+  ): Promise<string | null>;
   /**
    * After the push: the "FrogNano human review" check run on the new head (requesters and
    * transcript carried forward), the body rewritten with the evidence and the "Rounds" table, the
@@ -146,7 +149,11 @@ export function createFollowUpPublisher(options: FollowUpPublisherOptions): JobP
             requestedBy: target.requestedBy,
             asked: askedLine(target.feedback[0]?.body ?? ''),
             ...testCounts(chosen.verified),
-            outcome: testsFailing ? 'pushed; the tests fail' : flagged ? 'pushed; tests modified (flagged)' : 'pushed',
+            outcome: testsFailing
+              ? 'pushed; the tests fail'
+              : flagged
+                ? 'pushed; tests modified (flagged)'
+                : 'pushed',
           },
         },
         ctx.logger,

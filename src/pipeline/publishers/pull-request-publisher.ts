@@ -134,7 +134,10 @@ export function pullRequestBodyInput(
 }
 
 /** Tests fixed and broken from base to head, `null` when they were not compared. */
-export function testCounts(verified: ChosenCandidate['verified']): { fixed: number | null; broken: number | null } {
+export function testCounts(verified: ChosenCandidate['verified']): {
+  fixed: number | null;
+  broken: number | null;
+} {
   const c = verified.comparison;
   return c ? { fixed: c.fixed.length, broken: c.broken.length } : { fixed: null, broken: null };
 }
