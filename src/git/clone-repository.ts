@@ -19,8 +19,11 @@ export interface CloneOptions {
   /** Branch to check out (the default branch of the repository). */
   branch: string;
   auth?: GitHttpAuth;
-  /** History depth in commits (default 1: a shallow clone is enough to commit on top and push). */
-  depth?: number;
+  /**
+   * History depth in commits (default 1: a shallow clone is enough to commit on top and push);
+   * `'full'`: the whole history of the branch (to find a merge base).
+   */
+  depth?: number | 'full';
   /** Wall-clock limit in milliseconds (default 600 000). */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -43,7 +46,7 @@ export async function cloneRepository(options: CloneOptions): Promise<{ headSha:
         '--quiet',
         '--no-tags',
         '--single-branch',
-        `--depth=${options.depth ?? 1}`,
+        ...(options.depth === 'full' ? [] : [`--depth=${options.depth ?? 1}`]),
         '--branch',
         options.branch,
         // A repository's own config cannot turn these on, but the system config could: keep the
@@ -61,6 +64,36 @@ export async function cloneRepository(options: CloneOptions): Promise<{ headSha:
   }
   const head = await runGit(['rev-parse', 'HEAD'], { cwd: options.dir });
   return { headSha: head.stdout.toString('utf8').trim() };
+}
+
+/**
+ * Fetch one more branch of `origin` (its whole history, no tags) into `refs/remotes/origin/<branch>`,
+ * the token only in git's environment as for {@link cloneRepository}.
+ *
+ * @returns the fetched tip's commit id.
+ * @throws AppError `GITHUB_API_ERROR` (see {@link remoteError}: not retryable when the branch does
+ *   not exist); `CANCELLED`.
+ */
+export async function fetchBranch(
+  dir: string,
+  branch: string,
+  options: { auth?: GitHttpAuth; timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<{ sha: string }> {
+  const auth = options.auth ? gitAuthEnv(options.auth.token, options.auth.baseUrl) : undefined;
+  const ref = `refs/remotes/origin/${branch}`;
+  try {
+    await runGit(['fetch', '--quiet', '--no-tags', 'origin', `+refs/heads/${branch}:${ref}`], {
+      cwd: dir,
+      env: auth?.env,
+      secrets: auth?.secrets,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+    });
+  } catch (err) {
+    throw remoteError(err, `could not fetch the branch ${branch}`);
+  }
+  const tip = await runGit(['rev-parse', '--verify', `${ref}^{commit}`], { cwd: dir });
+  return { sha: tip.stdout.toString('utf8').trim() };
 }
 
 /** libcurl's messages (GnuTLS and OpenSSL builds) for a server certificate git does not trust. */

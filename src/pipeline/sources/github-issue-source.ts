@@ -4,9 +4,10 @@ import { cloneRepository } from '../../git/clone-repository.js';
 import { repositoryUrl } from '../../git/git-auth.js';
 import type { GitHubClient } from '../github-client.js';
 import { buildInstruction } from '../instruction.js';
-import type { JobContext, JobPolicy } from '../job-context.js';
+import type { JobContext } from '../job-context.js';
 import type { JobRequest } from '../job-request.js';
 import type { JobSource, PreparedJob } from './job-source.js';
+import { openRepository, type ResolvePolicy } from './repository-policy.js';
 
 /** What the pull request publisher needs from a GitHub issue job. */
 export interface GitHubIssueTarget {
@@ -31,7 +32,7 @@ export interface GitHubIssueSourceOptions {
    * The repository's effective policy (see `createRepositoryPolicyResolver`). Throws AppError
    * `POLICY_REFUSED` / `CONFIG_INVALID` (with `details.messages`) to refuse the job.
    */
-  resolvePolicy: (request: JobRequest, context: { defaultBranch: string }) => Promise<JobPolicy>;
+  resolvePolicy: ResolvePolicy;
 }
 
 /**
@@ -52,16 +53,12 @@ export function createGitHubIssueSource(options: GitHubIssueSourceOptions): JobS
       if (issue.pull_request)
         throw new AppError('POLICY_REFUSED', `#${issueNumber} is a pull request, not an issue`);
       if (issue.state !== 'open') throw new AppError('POLICY_REFUSED', `issue #${issueNumber} is closed`);
-      const { data: repository } = await octokit.rest.repos.get({ owner, repo });
-      if (repository.archived) {
-        throw new AppError(
-          'POLICY_REFUSED',
-          `${owner}/${repo} is archived (read-only): nothing can be pushed to it. Unarchive it in the ` +
-            'repository settings, then label the issue again.',
-        );
-      }
-      const defaultBranch = repository.default_branch;
-      const policy = await options.resolvePolicy(request, { defaultBranch });
+      const { defaultBranch, policy } = await openRepository(
+        octokit,
+        request,
+        options.resolvePolicy,
+        'label the issue again',
+      );
       ctx.signal.throwIfAborted();
       const dir = join(workspace, 'repo');
       const { headSha: baseSha } = await cloneRepository({

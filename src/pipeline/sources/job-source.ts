@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { JobContext, JobPolicy } from '../job-context.js';
 
 /**
@@ -23,6 +24,21 @@ export interface PreparedJob<T = unknown> {
   instruction(testCommand: string | null): string;
   /** What the publisher needs from the source. */
   target: T;
+  /**
+   * The tree each agent sandbox is seeded with (a tar stream like `archiveTrackedFiles`), when it
+   * is not `dir`'s: a follow-up round gives the pull request head's tracked files while `dir`
+   * stays at the base. Default: `archiveTrackedFiles(dir)`.
+   */
+  sandboxTree?: () => Readable;
+  /**
+   * The change to verify and publish, given the agent's patch (relative to the sandbox's tree):
+   * for a follow-up round, the whole change since `baseSha` (`git diff --binary --full-index`
+   * text: the head's change plus the agent's patch), so every check compares base → new head.
+   * Default: the agent's patch itself. The trajectory keeps the agent's own patch.
+   *
+   * @throws AppError `PATCH_DOES_NOT_APPLY` when the patch does not apply to the sandbox's tree.
+   */
+  wholeChange?: (candidatePatch: string) => Promise<string>;
 }
 
 /**

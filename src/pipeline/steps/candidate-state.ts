@@ -15,6 +15,11 @@ export interface CandidateState {
   /** Set when the loop ended without a patch to verify (no change, model or sandbox failure…). */
   ended?: Outcome;
   verified?: RefusedPatch | VerifiedPatch;
+  /**
+   * The change that was verified, when it is not the trajectory's patch (a follow-up round: the
+   * whole change since the base, `PreparedJob.wholeChange`).
+   */
+  change?: string;
   /** An error that ended the candidate (its sandbox failed, its patch did not apply…). */
   error?: unknown;
   /** One sentence about how it ended, for the candidates table. */

@@ -12,7 +12,10 @@ import type { CandidateState } from './candidate-state.js';
 /** The candidate chosen for publishing, with what the publisher shows about it. */
 export interface ChosenCandidate {
   state: CandidateState;
-  /** The agent's patch (`git diff --binary` against the base); not empty. */
+  /**
+   * The change to publish (`git diff --binary` against the base; not empty): the agent's patch, or
+   * for a follow-up round the whole change since the base (`CandidateState.change`).
+   */
   patch: string;
   verified: VerifiedPatch;
   summary: RunSummary;
@@ -49,7 +52,7 @@ export async function chooseWinner(
     choice,
     chosen: {
       state,
-      patch: state.trajectory.patch ?? '',
+      patch: state.change ?? state.trajectory.patch ?? '',
       verified,
       summary,
       testsFailing: testsFail(verified),

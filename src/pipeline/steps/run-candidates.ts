@@ -66,7 +66,7 @@ async function runCandidate(
       // The sandbox lives through the setup command and the whole trajectory.
       timeLimitMs: policy.maxTimeSec * 1000 + DEFAULT_SETUP_TIMEOUT_MS,
     },
-    tree: () => archiveTrackedFiles(job.dir, { signal: ctx.signal }),
+    tree: job.sandboxTree ?? (() => archiveTrackedFiles(job.dir, { signal: ctx.signal })),
     setupCommand: policy.setupCommand,
     signal: ctx.signal,
     logger: names.logger,

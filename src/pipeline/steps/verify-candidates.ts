@@ -1,4 +1,4 @@
-import { isAppError } from '../../app-error.js';
+import { AppError, isAppError } from '../../app-error.js';
 import { resetToHead } from '../../git/apply-patch.js';
 import type { JobContext } from '../job-context.js';
 import { sandboxSettingsOf } from '../sandbox-settings.js';
@@ -12,6 +12,8 @@ import { errorNote, type CandidateState } from './candidate-state.js';
  * patch limits, secrets), the tests on the base tree (once, shared) and on the patched tree, each
  * in a fresh probed sandbox, the base → head comparison and the test-tampering check. Fills
  * `verified` (or `error`) of each candidate that has a patch; the checkout is reset after each.
+ * With `job.wholeChange` (a follow-up round), what is verified is the whole change since the base
+ * (kept as the candidate's `change`).
  *
  * @throws AppError `CANCELLED` (the signal's reason), `EGRESS_NOT_BLOCKED`.
  */
@@ -26,9 +28,10 @@ export async function verifyCandidates(
   for (const c of toVerify) {
     ctx.signal.throwIfAborted();
     try {
+      const patch = await changeToVerify(job, c);
       c.verified = await verifyPatch({
         dir: job.dir,
-        patch: c.trajectory?.patch ?? '',
+        patch,
         jobId: ctx.jobId,
         sandboxFactory: ctx.sandboxes.factory,
         sandboxSettings: sandboxSettingsOf(job.policy),
@@ -55,4 +58,18 @@ export async function verifyCandidates(
       );
     }
   }
+}
+
+/** The agent's patch, or the whole change since the base it makes (kept in `c.change`). */
+async function changeToVerify(job: PreparedJob, c: CandidateState): Promise<string> {
+  const patch = c.trajectory?.patch ?? '';
+  if (!job.wholeChange) return patch;
+  c.change = await job.wholeChange(patch);
+  if (c.change === '') {
+    throw new AppError(
+      'PATCH_FAILED',
+      "the change undoes the pull request's whole change: nothing would be left to review",
+    );
+  }
+  return c.change;
 }
