@@ -182,25 +182,3 @@ export async function pushFastForward(options: FastForwardOptions): Promise<void
     throw remoteError(err, `could not push ${ref}`);
   }
 }
-
-/**
- * Fetch `refs/heads/<branch>` from `origin` (into `refs/frognano/branch-head`) and return its commit,
- * or `null` when the branch does not exist: the commit is then in the clone (e.g. as a parent).
- *
- * @throws AppError `GITHUB_API_ERROR` when the server cannot be reached; `CANCELLED`.
- */
-export async function fetchBranchHead(
-  options: Pick<PushBranchOptions, 'dir' | 'branch' | 'auth' | 'timeoutMs' | 'signal'>,
-): Promise<string | null> {
-  const ref = `refs/heads/${options.branch}`;
-  const tracking = 'refs/frognano/branch-head';
-  try {
-    await runGit(['fetch', '--quiet', '--no-tags', 'origin', `+${ref}:${tracking}`], remoteOptions(options));
-  } catch (err) {
-    if (isAppError(err, 'GIT_FAILED') && /couldn't find remote ref/i.test(err.details?.stderr ?? ''))
-      return null;
-    throw remoteError(err, `could not fetch ${ref}`);
-  }
-  const head = await runGit(['rev-parse', tracking], { cwd: options.dir });
-  return head.stdout.toString('utf8').trim();
-}

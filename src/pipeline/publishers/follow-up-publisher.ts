@@ -1,7 +1,8 @@
 import { AppError, throwIfAborted } from '../../app-error.js';
 import { applyPatch } from '../../git/apply-patch.js';
 import { commitChanges, type GitIdentity } from '../../git/commit-changes.js';
-import { BRANCH_MOVED_REASON, fetchBranchHead, pushFastForward } from '../../git/push-branch.js';
+import { fetchBranch } from '../../git/clone-repository.js';
+import { BRANCH_MOVED_REASON, pushFastForward } from '../../git/push-branch.js';
 import type { Trajectory } from '../../leaf/trajectory.js';
 import type { Logger } from '../../observability/logger.js';
 import type { GitHubClient } from '../github-client.js';
@@ -99,8 +100,8 @@ export function createFollowUpPublisher(options: FollowUpPublisherOptions): JobP
           details: { branch, expectedSha: target.headSha, actualSha },
         });
       // The clone is at the base: the head commit becomes the parent, so it must be here.
-      const fetched = await fetchBranchHead({ dir: job.dir, branch, auth, signal: ctx.signal });
-      if (fetched !== target.headSha) throw moved(fetched);
+      const fetched = await fetchBranch(job.dir, branch, { auth, signal: ctx.signal });
+      if (fetched.sha !== target.headSha) throw moved(fetched.sha);
       await applyPatch(job.dir, patch, { signal: ctx.signal });
       const host = new URL(options.gitBaseUrl).hostname;
       const sha = await commitChanges(job.dir, {
