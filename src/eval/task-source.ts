@@ -32,7 +32,7 @@ export function evalJobPolicy(
     ...BUILT_IN_DEFAULTS,
     maxSteps: options.maxSteps,
     maxTimeSec: options.maxTimeSec,
-    attempts: options.candidates,
+    candidates: options.candidates,
     testCommand: options.testCommand,
     setupCommand: options.setupCommand,
   };
