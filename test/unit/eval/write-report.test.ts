@@ -109,8 +109,11 @@ describe('the evaluation report', () => {
       expect(await evalCommand(['report', '--out', join(out, 'empty')])).toBe(1);
       expect(String(stderr.mock.calls[0]?.[0])).toContain('has no results.jsonl');
       expect(await evalCommand(['report'])).toBe(2);
-      expect(await evalCommand(['run', 'tasks.jsonl'])).toBe(2);
-      expect(String(stderr.mock.calls.at(-1)?.[0])).toContain('unknown subcommand "run"');
+      expect(await evalCommand(['frobnicate'])).toBe(2);
+      expect(String(stderr.mock.calls.at(-1)?.[0])).toContain('unknown subcommand "frobnicate"');
+      // `eval run` exists now: without --model-url it is a usage error.
+      expect(await evalCommand(['run', 'tasks.jsonl', '--out', join(out, 'x'), '--repos', out])).toBe(2);
+      expect(String(stderr.mock.calls.at(-1)?.[0])).toContain('--model-url is required');
     } finally {
       stderr.mockRestore();
     }
