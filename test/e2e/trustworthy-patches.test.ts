@@ -230,7 +230,7 @@ describe('e2e: every pull request carries evidence', () => {
       'def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + (-b)\n',
     );
     const body = pr!.body ?? '';
-    expect(body).toContain('### Attempts');
+    expect(body).toContain('### Candidates');
     expect(body).toContain(
       'Candidate 2 was chosen: it breaks no test and fixes 1 test, more than any other (next best: candidate 1 with none fixed).',
     );
@@ -268,7 +268,7 @@ describe('e2e: every pull request carries evidence', () => {
     } finally {
       spy.mockRestore();
     }
-    expect(printed.join('')).toContain('Candidate 3 of 3. Attempt 2 was chosen');
+    expect(printed.join('')).toContain('Candidate 3 of 3. Candidate 2 was chosen');
     expect(printed.join('')).toContain('a + (-b)');
   });
 });
