@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'POLICY_REFUSED'
   // GitHub and git.
   | 'GITHUB_API_ERROR'
+  | 'BRANCH_MOVED'
   | 'CLONE_FAILED'
   | 'GIT_FAILED'
   | 'PATCH_DOES_NOT_APPLY'
@@ -84,6 +85,11 @@ export interface ErrorDetails {
   CONFIG_INVALID: { messages?: string[]; source?: string; variable?: string };
   /** A push refused: the branch, and for a branch someone else owns its last commit and author. */
   POLICY_REFUSED: { branch: string; sha?: string; authorEmail?: string };
+  /**
+   * A follow-up round's push refused because the pull request's branch moved: the branch, the head
+   * the round started from, the head found (`null` when only the refused push told).
+   */
+  BRANCH_MOVED: { branch: string; expectedSha: string; actualSha: string | null };
   /**
    * `status`: the HTTP status, absent when no response came; `pullNumber`/`pullUrl`: the pull
    * request when it existed before the call that failed; `issues`: why an answer was unreadable.

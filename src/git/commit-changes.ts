@@ -14,11 +14,17 @@ export interface CommitOptions {
   message: string;
   /** Author and committer date; default now. */
   date?: Date;
+  /**
+   * The new commit's parent; default the current `HEAD`. Given, `HEAD` is first moved to it without
+   * touching the index (`git reset --soft`), so the commit's tree is still exactly what is staged.
+   */
+  parent?: string;
   signal?: AbortSignal;
 }
 
 /**
- * Commit what is staged in the index (nothing else) as one commit on the current branch. Hooks do not
+ * Commit what is staged in the index (nothing else) as one commit on the current branch (or on
+ * `parent`). Hooks do not
  * run (`--no-verify`) and nothing is signed: the worker's clone is not a developer's checkout.
  *
  * @returns the new commit's id.
@@ -34,6 +40,9 @@ export async function commitChanges(dir: string, options: CommitOptions): Promis
     GIT_COMMITTER_EMAIL: options.author.email,
     GIT_COMMITTER_DATE: date,
   };
+  if (options.parent !== undefined) {
+    await runGit(['reset', '--quiet', '--soft', options.parent], { cwd: dir, signal: options.signal });
+  }
   await runGit(['commit', '--quiet', '--no-verify', '--no-gpg-sign', '--cleanup=verbatim', '--file=-'], {
     cwd: dir,
     env: identity,

@@ -49,14 +49,7 @@ export interface PushResult {
 export async function pushBranch(options: PushBranchOptions): Promise<PushResult> {
   const { dir, branch } = options;
   await assertPushableBranch(dir, branch, options.defaultBranch);
-  const auth = options.auth ? gitAuthEnv(options.auth.token, options.auth.baseUrl) : undefined;
-  const remote = {
-    cwd: dir,
-    env: auth?.env,
-    secrets: auth?.secrets,
-    timeoutMs: options.timeoutMs,
-    signal: options.signal,
-  };
+  const remote = remoteOptions(options);
   const ref = `refs/heads/${branch}`;
 
   let previousSha: string | null;
@@ -135,5 +128,57 @@ export async function assertPushableBranch(
     throw new AppError('POLICY_REFUSED', `"${branch}" is not a valid branch name (check the branch prefix)`, {
       details: { branch },
     });
+  }
+}
+
+/** The `runGit` options of a call to `origin`: the token in git's environment, the time limit. */
+function remoteOptions(options: Pick<PushBranchOptions, 'dir' | 'auth' | 'timeoutMs' | 'signal'>) {
+  const auth = options.auth ? gitAuthEnv(options.auth.token, options.auth.baseUrl) : undefined;
+  return {
+    cwd: options.dir,
+    env: auth?.env,
+    secrets: auth?.secrets,
+    timeoutMs: options.timeoutMs,
+    signal: options.signal,
+  };
+}
+
+/**
+ * What a follow-up round says when the pull request's branch moved while it ran (someone pushed):
+ * nothing is pushed; the reviewer asks again and the next round starts from the new head.
+ */
+export const BRANCH_MOVED_REASON = 'the branch changed while I was working; ask again';
+
+/** Options of {@link pushFastForward}. */
+export interface FastForwardOptions extends Omit<PushBranchOptions, 'owner'> {
+  /** The branch head the new commit was made on (`HEAD`'s parent): the push only moves the branch from it. */
+  from: string;
+}
+
+/**
+ * Push `HEAD` to `refs/heads/<branch>` as a fast-forward only: a plain push (no `--force`, no
+ * lease), which git refuses when the branch's head on the server is not an ancestor of `HEAD`. Used
+ * by follow-up rounds, whose branch may hold commits people pushed: nothing is ever overwritten.
+ *
+ * @throws AppError `BRANCH_MOVED` (not retryable, message {@link BRANCH_MOVED_REASON}) when the push
+ *   was refused as not a fast-forward (`[rejected] (non-fast-forward)` / `(fetch first)`).
+ * @throws AppError `POLICY_REFUSED` for the default branch or an invalid name; `GITHUB_API_ERROR`
+ *   when the server cannot be reached or refuses otherwise; `CANCELLED` when `signal` aborted.
+ */
+export async function pushFastForward(options: FastForwardOptions): Promise<void> {
+  const { dir, branch } = options;
+  await assertPushableBranch(dir, branch, options.defaultBranch);
+  const ref = `refs/heads/${branch}`;
+  try {
+    await runGit(['push', '--quiet', 'origin', `HEAD:${ref}`], remoteOptions(options));
+  } catch (err) {
+    const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : '';
+    if (/\[rejected\].*\((non-fast-forward|fetch first|stale info)\)/.test(stderr)) {
+      throw new AppError('BRANCH_MOVED', BRANCH_MOVED_REASON, {
+        cause: err,
+        details: { branch, expectedSha: options.from, actualSha: null },
+      });
+    }
+    throw remoteError(err, `could not push ${ref}`);
   }
 }

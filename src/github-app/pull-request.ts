@@ -12,6 +12,7 @@ import { createHumanReviewCheck } from './check-run.js';
 import { renderTranscriptRound } from './transcript.js';
 import { fence, formatCount, formatDuration, quoteUntrusted, table } from '../text/markdown.js';
 import { capStopLine, tokensText } from './status-comment.js';
+import { renderRoundsMarker, renderRoundsTable } from './rounds-table.js';
 
 /** GitHub refuses pull request bodies above 65 536 characters; stay well below. */
 export const MAX_BODY_CHARS = 60_000;
@@ -51,7 +52,10 @@ export async function publishPullRequest(
 ): Promise<PublishedPullRequest> {
   const { owner, repo } = request;
   const title = pullRequestTitle(request.issueTitle, request.issueNumber);
-  const body = renderPullRequestBody(request.body);
+  const body = renderPullRequestBody({
+    ...request.body,
+    ...(request.round ? { rounds: [{ ...request.round, commit: request.headSha }] } : {}),
+  });
   const { number, url, updated } = await openOrUpdate(octokit, request, title, body, logger);
 
   // From here on the pull request exists: an error says so (AppError details pullNumber, pullUrl).
@@ -74,30 +78,16 @@ export async function publishPullRequest(
         : null,
     });
   } catch (err) {
-    const status = httpStatusOf(err);
-    throw new AppError(
-      'GITHUB_API_ERROR',
-      `the human review check run could not be created on the pull request${status ? ` (HTTP ${status})` : ''}: ${(err as Error).message}`,
-      {
-        retryable: isRetryableHttpStatus(status),
-        cause: err,
-        details: { ...(status ? { status } : {}), pullNumber: number, pullUrl: url },
-      },
-    );
+    throw checkRunError(err, { number, url });
   }
 
   // Labels and the review request help people find the pull request; failing them is a warning.
-  const warnings: string[] = [];
-  const labels = [NEEDS_REVIEW_LABEL, ...request.extraLabels];
-  try {
-    for (const name of labels) await ensureLabel(octokit, owner, repo, name);
-    await octokit.rest.issues.addLabels({ owner, repo, issue_number: number, labels });
-  } catch (err) {
-    warnings.push(
-      `The label${labels.length > 1 ? 's' : ''} ${labels.map((l) => `\`${l}\``).join(', ')} could not be added (${describeHttpError(err)}).`,
-    );
-    logger.warn({ err, labels }, 'could not label the pull request');
-  }
+  const warnings = await addPullLabels(
+    octokit,
+    { owner, repo, number },
+    [NEEDS_REVIEW_LABEL, ...request.extraLabels],
+    logger,
+  );
   try {
     await octokit.rest.pulls.requestReviewers({
       owner,
@@ -115,8 +105,48 @@ export async function publishPullRequest(
   return { number, url, updated, checkRunId, warnings };
 }
 
+/**
+ * The error of a human review check run that could not be created on an existing pull request:
+ * `GITHUB_API_ERROR` naming the pull request (the status comment links it).
+ */
+export function checkRunError(err: unknown, pull: { number: number; url: string }): AppError {
+  const status = httpStatusOf(err);
+  return new AppError(
+    'GITHUB_API_ERROR',
+    `the human review check run could not be created on the pull request${status ? ` (HTTP ${status})` : ''}: ${(err as Error).message}`,
+    {
+      retryable: isRetryableHttpStatus(status),
+      cause: err,
+      details: { ...(status ? { status } : {}), pullNumber: pull.number, pullUrl: pull.url },
+    },
+  );
+}
+
+/**
+ * Add `labels` to a pull request (each created when missing). A failure is logged and returned as
+ * the warning people see: labels help find the pull request, the check run is what blocks merging.
+ */
+export async function addPullLabels(
+  octokit: GitHubClient,
+  where: { owner: string; repo: string; number: number },
+  labels: string[],
+  logger: Logger,
+): Promise<string[]> {
+  const { owner, repo } = where;
+  try {
+    for (const name of labels) await ensureLabel(octokit, owner, repo, name);
+    await octokit.rest.issues.addLabels({ owner, repo, issue_number: where.number, labels });
+    return [];
+  } catch (err) {
+    logger.warn({ err, labels }, 'could not label the pull request');
+    return [
+      `The label${labels.length > 1 ? 's' : ''} ${labels.map((l) => `\`${l}\``).join(', ')} could not be added (${describeHttpError(err)}).`,
+    ];
+  }
+}
+
 /** `HTTP 404: Not Found` or the error's message. */
-function describeHttpError(err: unknown): string {
+export function describeHttpError(err: unknown): string {
   const status = (err as { status?: number }).status;
   const message = (err as Error).message?.split('\n')[0] ?? String(err);
   return status ? `HTTP ${status}: ${message.slice(0, 200)}` : message.slice(0, 200);
@@ -202,13 +232,19 @@ async function ensureLabel(octokit: GitHubClient, owner: string, repo: string, n
  * model's final message as quoted prose under a line marking it as model output (escaped by
  * `quoteUntrusted`: its mentions, references, closing keywords, links and HTML do nothing); the
  * diffstat; the test run on the patched tree (command, result, time, the tail of its output in a
- * collapsed `<details>` block); extra sections; a one-row table of exit reason, steps, tokens and
+ * collapsed `<details>` block); extra sections; the "Rounds" table once there are follow-up rounds
+ * (and, first, the hidden marker of the rounds); a one-row table of exit reason, steps, tokens and
  * time; the job id.
  * Cut to {@link MAX_BODY_CHARS}.
  */
-export function renderPullRequestBody(input: PullRequestBodyInput): string {
+export function renderPullRequestBody(
+  input: PullRequestBodyInput,
+  context: { pullUrl?: string } = {},
+): string {
   const s = input.summary;
   const out: string[] = [];
+  // First, so cutting a long body never drops it.
+  if (input.rounds?.length) out.push(renderRoundsMarker(input.rounds));
   const warnings = [
     'This pull request was written by a machine (the FrogNano-4B model in an offline sandbox). ' +
       'It may be wrong, incomplete or unsafe: review every line before merging. ' +
@@ -239,6 +275,10 @@ export function renderPullRequestBody(input: PullRequestBodyInput): string {
   out.push(renderTests(input.tests));
 
   for (const section of input.sections) out.push(`### ${section.title}`, section.markdown);
+
+  if (input.rounds?.some((r) => r.round > 1)) {
+    out.push('### Rounds', renderRoundsTable(input.rounds, context.pullUrl ?? ''));
+  }
 
   out.push('### Run');
   const stopped = capStopLine(s);

@@ -334,6 +334,7 @@ export function outcomeHeadline(outcome: Outcome): string {
     case 'cancelled':
       return outcome.by ? `cancelled by @${outcome.by}` : 'cancelled';
     case 'refused':
+      if (outcome.stage === 'branch') return `nothing pushed: ${outcome.reason}`;
       return outcome.stage === 'patch' ? 'change refused — no pull request opened' : 'not run';
     case 'github_error':
       return outcome.pullRequest
@@ -443,6 +444,16 @@ export function outcomeDetails(outcome: Outcome): string[] {
       );
       break;
     case 'refused':
+      if (outcome.stage === 'branch') {
+        out.push(
+          `Nothing was pushed: ${untrusted(outcome.reason)}.`,
+          '',
+          'Someone pushed to the branch after this round started, so its change was made on an older ' +
+            'head; the new commits were left as they are. ' +
+            ISSUE_RESTART_HINT,
+        );
+        break;
+      }
       if (outcome.stage === 'patch') {
         out.push(`The model made a change, but FrogNano refused it: ${untrusted(outcome.reason)}`);
         if (outcome.details?.length) out.push('', ...outcome.details.map((d) => `- ${untrusted(d)}`));

@@ -74,9 +74,11 @@ export type Outcome =
       details?: string[];
       /**
        * `patch`: the agent ran and a check refused its change (protected path, patch limits, secret);
-       * absent: the job was refused before it ran (permission, policy, configuration).
+       * `branch`: a follow-up round's change was ready but the pull request's branch moved while it
+       * ran, so nothing was pushed; absent: the job was refused before it ran (permission, policy,
+       * configuration).
        */
-      stage?: 'patch';
+      stage?: 'patch' | 'branch';
       summary?: RunSummary;
     }
   | {
@@ -216,6 +218,8 @@ function classifyAppError(err: AppErrorOf, summary: RunSummary | undefined): Out
       return { kind: 'refused', reason: err.message, details: err.details?.messages };
     case 'POLICY_REFUSED':
       return { kind: 'refused', reason: err.message, details: undefined };
+    case 'BRANCH_MOVED':
+      return { kind: 'refused', reason: err.message, stage: 'branch', summary };
     case 'GITHUB_API_ERROR': {
       const { status, pullNumber, pullUrl } = err.details ?? {};
       return {

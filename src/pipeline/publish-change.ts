@@ -32,6 +32,37 @@ export interface PullRequestBodyInput {
   warnings: string[];
   /** Extra sections after the standard ones (e.g. a base/head test table, best-of-N attempts). */
   sections: Array<{ title: string; markdown: string }>;
+  /**
+   * The rounds so far, oldest first: kept in a hidden marker in the body; shown as the "Rounds"
+   * table once a follow-up round is among them.
+   */
+  rounds?: PullRequestRound[];
+}
+
+/** Characters of the one-line request kept per round ({@link PullRequestRound.asked}). */
+export const MAX_ASKED_CHARS = 80;
+
+/** The first non-blank line of `text`, spaces squeezed, cut to {@link MAX_ASKED_CHARS} with `…`. */
+export function askedLine(text: string): string {
+  const line = (text.split('\n').find((l) => l.trim() !== '') ?? '').trim().replace(/\s+/g, ' ');
+  return line.length > MAX_ASKED_CHARS ? `${line.slice(0, MAX_ASKED_CHARS - 1)}…` : line;
+}
+
+/** One row of the pull request body's "Rounds" table (and of its hidden marker). */
+export interface PullRequestRound {
+  /** Shown round number: 1 is the labelled issue's run, 2 the first follow-up. */
+  round: number;
+  /** Logins of who asked for the round. */
+  requestedBy: string[];
+  /** What was asked, one line of at most ~80 characters (untrusted: escaped when shown). */
+  asked: string;
+  /** The round's commit, `null` when not known (a pull request older than the marker). */
+  commit: string | null;
+  /** Tests fixed / broken from base to the round's head; `null` when the tests were not compared. */
+  fixed: number | null;
+  broken: number | null;
+  /** How the round ended, in the bot's words (e.g. `pushed`, `pushed; the tests fail`). */
+  outcome: string;
 }
 
 /** Everything needed to open or update the draft pull request of one job. */
@@ -54,6 +85,8 @@ export interface PullRequestRequest {
   body: PullRequestBodyInput;
   /** The published run's trajectory: its transcript goes into the human review check run's text. */
   trajectory?: Trajectory;
+  /** The run's row of the "Rounds" marker (round 1), without the commit (it is `headSha`). */
+  round?: Omit<PullRequestRound, 'commit'>;
 }
 
 /** The pull request a job opened or updated. */
@@ -120,7 +153,7 @@ export async function publishChange(options: PublishChangeOptions): Promise<Publ
     issueTitle: request.issueTitle,
     issueNumber: request.issueNumber,
     jobId: options.jobId,
-    coAuthor: { login: options.coAuthor.login, email: noreplyEmail(options.coAuthor, host) },
+    coAuthors: [{ login: options.coAuthor.login, email: noreplyEmail(options.coAuthor, host) }],
   });
   const sha = await commitChanges(options.dir, {
     author: options.appIdentity,
@@ -148,23 +181,29 @@ export async function publishChange(options: PublishChangeOptions): Promise<Publ
 
 /**
  * The commit message: the issue's title as subject (cut to 72 characters), a line saying what made
- * it, and the `Co-authored-by:` trailer (https://docs.github.com/en/pull-requests/committing-changes-to-your-project/creating-and-editing-commits/creating-a-commit-with-multiple-authors).
+ * it (with `round`, the follow-up round on the pull request), and one `Co-authored-by:` trailer per
+ * co-author (https://docs.github.com/en/pull-requests/committing-changes-to-your-project/creating-and-editing-commits/creating-a-commit-with-multiple-authors).
  */
 export function buildCommitMessage(input: {
   issueTitle: string;
   issueNumber: number;
   jobId: string;
-  coAuthor: { login: string; email: string };
+  coAuthors: ReadonlyArray<{ login: string; email: string }>;
+  /** Shown round number (2 = first follow-up) and the pull request, for a follow-up round's commit. */
+  round?: { number: number; pullNumber: number };
 }): string {
   const flat = input.issueTitle.replace(/\s+/g, ' ').trim() || `Issue #${input.issueNumber}`;
   const subject = flat.length > 72 ? `${flat.slice(0, 71)}…` : flat;
+  const made = input.round
+    ? `round ${input.round.number} on pull request #${input.round.pullNumber}, issue #${input.issueNumber}`
+    : `issue #${input.issueNumber}`;
   return [
     subject,
     '',
-    `Machine-written by FrogNano for issue #${input.issueNumber} (job ${input.jobId}).`,
+    `Machine-written by FrogNano for ${made} (job ${input.jobId}).`,
     'A person must review this change before it is merged.',
     '',
-    `Co-authored-by: ${input.coAuthor.login} <${input.coAuthor.email}>`,
+    ...input.coAuthors.map((c) => `Co-authored-by: ${c.login} <${c.email}>`),
     '',
   ].join('\n');
 }

@@ -3,7 +3,15 @@ import type { GitIdentity } from '../../git/commit-changes.js';
 import type { GitHubClient } from '../github-client.js';
 import type { JobRequest } from '../job-request.js';
 import type { Outcome } from '../outcome.js';
-import { publishChange, type PublishPullRequest } from '../publish-change.js';
+import {
+  askedLine,
+  publishChange,
+  type PublishPullRequest,
+  type PullRequestBodyInput,
+} from '../publish-change.js';
+import type { PreparedJob } from '../sources/job-source.js';
+import type { ChosenCandidate } from '../steps/choose-candidate.js';
+import type { CandidateChoice } from '../verification/choose-candidate.js';
 import type { GitHubIssueTarget } from '../sources/github-issue-source.js';
 import { buildEvidence } from '../verification/evidence-markdown.js';
 import type { JobPublisher } from './job-publisher.js';
@@ -42,21 +50,10 @@ export function createPullRequestPublisher(
       ctx.signal.throwIfAborted();
       await ctx.progress({ stage: 'publishing' });
       await applyPatch(job.dir, patch, { signal: ctx.signal });
-      const tests = verified.tests;
-      const evidence = buildEvidence({
-        comparison: verified.comparison,
-        base: verified.baseTests,
-        head: tests,
-        tampering: verified.tampering,
-        choice: choice.rows.length > 1 ? choice : null,
+      const { evidence, body } = pullRequestBodyInput(job, chosen, choice, {
+        issueNumber: target.issueNumber,
+        requester: options.request.triggeredBy.login,
       });
-      const warnings = [...evidence.warnings];
-      if (testsFailing && tests) {
-        warnings.push(
-          `The tests FAIL with this change (\`${tests.command}\`: ${tests.timedOut ? 'timed out' : `exit ${tests.exitCode}`}). ` +
-            'It is published as a draft only because the repository allows drafts with failing tests.',
-        );
-      }
       const { request } = options;
       const pr = await publishChange({
         ...options,
@@ -76,15 +73,13 @@ export function createPullRequestPublisher(
           reviewer: request.triggeredBy.login,
           extraLabels: evidence.labels,
           ...(chosen.state.trajectory ? { trajectory: chosen.state.trajectory } : {}),
-          body: {
-            issueNumber: target.issueNumber,
-            fixesKeyword: policy.fixesKeyword,
-            closesIssue: !verified.comparison || verified.comparison.fixed.length > 0,
-            summary,
-            tests,
-            requester: request.triggeredBy.login,
-            warnings,
-            sections: evidence.sections,
+          body,
+          round: {
+            round: 1,
+            requestedBy: [request.triggeredBy.login],
+            asked: askedLine(target.issueTitle),
+            ...testCounts(verified),
+            outcome: testsFailing ? 'opened the draft; the tests fail' : 'opened the draft pull request',
           },
         },
       });
@@ -94,4 +89,55 @@ export function createPullRequestPublisher(
       return { kind: 'pr_opened', updated: pr.updated, ...opened };
     },
   };
+}
+
+/**
+ * The pull request body's input for the chosen candidate (the same evidence for a first run and a
+ * follow-up round, whose patch is the whole change since the base): the base → head table, the
+ * tampering warning, the candidates, a warning when the tests fail; plus the labels the evidence asks for.
+ */
+export function pullRequestBodyInput(
+  job: PreparedJob<unknown>,
+  chosen: ChosenCandidate,
+  choice: CandidateChoice,
+  who: { issueNumber: number; requester: string },
+): { evidence: ReturnType<typeof buildEvidence>; body: PullRequestBodyInput } {
+  const { verified, summary, testsFailing } = chosen;
+  const tests = verified.tests;
+  const evidence = buildEvidence({
+    comparison: verified.comparison,
+    base: verified.baseTests,
+    head: tests,
+    tampering: verified.tampering,
+    choice: choice.rows.length > 1 ? choice : null,
+  });
+  const warnings = [...evidence.warnings];
+  if (testsFailing && tests) {
+    warnings.push(
+      `The tests FAIL with this change (\`${tests.command}\`: ${tests.timedOut ? 'timed out' : `exit ${tests.exitCode}`}). ` +
+        'It is published as a draft only because the repository allows drafts with failing tests.',
+    );
+  }
+  return {
+    evidence,
+    body: {
+      issueNumber: who.issueNumber,
+      fixesKeyword: job.policy.fixesKeyword,
+      closesIssue: !verified.comparison || verified.comparison.fixed.length > 0,
+      summary,
+      tests,
+      requester: who.requester,
+      warnings,
+      sections: evidence.sections,
+    },
+  };
+}
+
+/** Tests fixed and broken from base to head, `null` when they were not compared. */
+export function testCounts(verified: ChosenCandidate['verified']): {
+  fixed: number | null;
+  broken: number | null;
+} {
+  const c = verified.comparison;
+  return c ? { fixed: c.fixed.length, broken: c.broken.length } : { fixed: null, broken: null };
 }

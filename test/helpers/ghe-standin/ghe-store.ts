@@ -147,6 +147,8 @@ export interface ReviewCommentRecord {
   startLine: number | null;
   diffHunk: string;
   createdAt: string;
+  /** Id of the comment this one replies to (`in_reply_to_id`), for replies. */
+  inReplyTo?: number;
 }
 
 export interface CheckRunRecord {

@@ -29,6 +29,7 @@ const updatePullBody = z.object({
   base: z.string().min(1).optional(),
   maintainer_can_modify: z.boolean().optional(),
 });
+const replyBody = z.object({ body: z.string().min(1) });
 const dismissalBody = z.object({ message: z.string().min(1), event: z.literal('DISMISS').optional() });
 const reviewersBody = z.object({
   reviewers: z.array(z.string()).optional(),
@@ -253,6 +254,41 @@ export function registerPullRoutes(router: Router, ctx: StandinContext): void {
         url: `${ctx.apiUrl}/repos/${found.repo.owner}/${found.repo.name}/commits/${sha}`,
       })),
     );
+  });
+
+  // https://docs.github.com/en/rest/pulls/comments#create-a-reply-for-a-review-comment
+  router.post('/repos/:owner/:repo/pulls/:number/comments/:commentId/replies', (req, res) => {
+    const found = findPull(req, res);
+    if (!found) return;
+    const parent = ctx.store.reviewComments.find(
+      (c) =>
+        c.repoKey === found.issue.repoKey &&
+        c.pullNumber === found.issue.number &&
+        String(c.id) === req.params.commentId,
+    );
+    if (!parent) return sendError(ctx, res, 404, 'Not Found');
+    const body = parseBody(ctx, replyBody, req, res);
+    if (!body) return;
+    const reply = {
+      ...parent,
+      id: ctx.store.nextId(),
+      user: ctx.objects.botLogin,
+      body: body.body,
+      createdAt: isoNow(),
+      inReplyTo: parent.inReplyTo ?? parent.id,
+    };
+    ctx.store.reviewComments.push(reply);
+    res.status(201).json({
+      id: reply.id,
+      in_reply_to_id: reply.inReplyTo,
+      pull_request_review_id: reply.reviewId,
+      user: ctx.objects.user(reply.user),
+      body: reply.body,
+      path: reply.path,
+      line: reply.line,
+      created_at: reply.createdAt,
+      html_url: `${ctx.url}/${found.repo.owner}/${found.repo.name}/pull/${reply.pullNumber}#discussion_r${reply.id}`,
+    });
   });
 
   router.get('/repos/:owner/:repo/pulls/:number/reviews/:reviewId/comments', (req, res) => {

@@ -8,7 +8,7 @@ describe('buildCommitMessage', () => {
       issueTitle: 'add()\nsubtracts',
       issueNumber: 7,
       jobId: 'o.r.7.d',
-      coAuthor: { login: 'alice', email: '5+alice@users.noreply.ghe.example' },
+      coAuthors: [{ login: 'alice', email: '5+alice@users.noreply.ghe.example' }],
     });
     expect(message).toBe(
       'add() subtracts\n\nMachine-written by FrogNano for issue #7 (job o.r.7.d).\n' +
@@ -22,7 +22,7 @@ describe('buildCommitMessage', () => {
       issueTitle: 'x'.repeat(100),
       issueNumber: 1,
       jobId: 'j',
-      coAuthor: { login: 'a', email: 'a@b' },
+      coAuthors: [{ login: 'a', email: 'a@b' }],
     }).split('\n')[0];
     expect(subject).toHaveLength(72);
   });
