@@ -6,7 +6,13 @@ import type { EgressTarget } from '../sandbox/egress-probe.js';
 import { cloneFolderPrefix, jobFolders } from '../sandbox/local/leftover-folders.js';
 import type { SandboxFactory } from '../sandbox/sandbox.js';
 import type { GitHubClient } from './github-client.js';
-import { createJobContext, type JobPolicy, type JobProgress, type ModelContext } from './job-context.js';
+import {
+  createJobContext,
+  type JobContext,
+  type JobPolicy,
+  type JobProgress,
+  type ModelContext,
+} from './job-context.js';
 import type { JobRequest } from './job-request.js';
 import type { Outcome } from './outcome.js';
 import { createProbedSandboxFactory } from './probed-sandbox-factory.js';
@@ -118,12 +124,27 @@ export interface RunJobContext {
  */
 export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobContext): Promise<Outcome> {
   const getInstallationToken = deps.getInstallationToken ?? (() => tokenFromOctokit(deps.octokit));
+  const jobContext = createRunContext(deps, ctx, ctx.jobId ?? defaultJobId(data));
+  const source = createGitHubIssueSource({ ...deps, request: data, getInstallationToken });
+  const publisher = createPullRequestPublisher({ ...deps, request: data, getInstallationToken });
+  return runPipeline(jobContext, source, publisher);
+}
+
+/**
+ * The job context of a GitHub run (first or follow-up): every sandbox from the probed factory
+ * (GitHub and the model server, or `egressProbeTargets`, must not answer from inside).
+ */
+export function createRunContext(
+  deps: Omit<RunJobDeps, 'publishPullRequest'>,
+  ctx: RunJobContext,
+  jobId: string,
+): JobContext {
   const targets = deps.egressProbeTargets ?? [
     { name: 'github', url: deps.gitBaseUrl },
     { name: 'model-server', url: deps.modelUrl },
   ];
   const jobContext = createJobContext({
-    jobId: ctx.jobId ?? defaultJobId(data),
+    jobId,
     logger: ctx.logger,
     signal: ctx.signal,
     workDir: deps.workDir,
@@ -137,9 +158,7 @@ export async function runJob(data: JobRequest, deps: RunJobDeps, ctx: RunJobCont
     onFacts: deps.onFacts,
     now: deps.now,
   });
-  const source = createGitHubIssueSource({ ...deps, request: data, getInstallationToken });
-  const publisher = createPullRequestPublisher({ ...deps, request: data, getInstallationToken });
-  return runPipeline(jobContext, source, publisher);
+  return jobContext;
 }
 
 /** `owner.repo.n.delivery`, like the queue's job ids, when the caller gives none. */

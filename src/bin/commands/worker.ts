@@ -18,11 +18,18 @@ import { createTrajectoryStore } from '../../observability/trajectory-store.js';
 import { createWorkerMetrics, type WorkerMetrics } from '../../observability/metrics.js';
 import { createRecordServices, type RecordServices } from '../../observability/record-services.js';
 import { sweepRecords } from '../../observability/record-retention.js';
-import { createRunRecorder } from '../../pipeline/run-recorder.js';
-import type { ModelContext } from '../../pipeline/run-job.js';
+import { createRunRecorder, type RunCollector } from '../../pipeline/run-recorder.js';
+import type { JobRequest } from '../../pipeline/job-request.js';
+import type { ModelContext, RunJobDeps } from '../../pipeline/run-job.js';
 import { createConcurrencyLimiter } from '../../queue/concurrency-limiter.js';
 import { closeRedis, createRedisConnection } from '../../queue/redis-connection.js';
-import { createJobWorker, type FollowUpRunner, type JobRunner, type JobWorker } from '../../queue/worker.js';
+import {
+  createJobWorker,
+  type FollowUpRunner,
+  type JobRunContext,
+  type JobRunner,
+  type JobWorker,
+} from '../../queue/worker.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
 import { runService } from './run-service.js';
 
@@ -195,17 +202,16 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   let sandboxFactory: SandboxFactory | undefined;
   try {
     sandboxFactory = options.sandboxFactory ?? (await createSandboxFactory(env, logger, redis, stoppers));
-    const run =
-      options.run ??
-      createPipelineRunner({
-        env,
-        logger,
-        options,
-        policyStore,
-        botLogin: () => botLogin.get(),
-        records,
-        sandboxFactory,
-      });
+    const pipeline = createPipelineRunner({
+      env,
+      logger,
+      options,
+      policyStore,
+      botLogin: () => botLogin.get(),
+      records,
+      sandboxFactory,
+    });
+    const run = options.run ?? pipeline.run;
     jobWorker = await createJobWorker({
       redis,
       subscriber,
@@ -219,7 +225,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       shutdownTimeoutMs: env.shutdownTimeoutMs,
       getClient: (id) => clients.get(id),
       run,
-      ...(options.runFollowUp ? { runFollowUp: options.runFollowUp } : {}),
+      runFollowUp: options.runFollowUp ?? pipeline.runFollowUp,
       reporterFor: statusCommentReporter(() => botLogin.get()),
       concurrencyLimit: { limiter, perRepoLimit: (repo) => effective(repo).concurrencyPerRepo },
       progressIntervalMs: options.progressIntervalMs,
@@ -318,7 +324,11 @@ let pipelineModules:
         Pick<typeof import('../../github-app/pull-request.js'), 'publishPullRequest'> &
         Pick<typeof import('../../llm/sglang-client.js'), 'createSglangClient'> &
         Pick<typeof import('../../pipeline/publish-change.js'), 'noreplyEmail'> &
-        Pick<typeof import('../../pipeline/sources/repository-policy.js'), 'createRepositoryPolicyResolver'>
+        Pick<typeof import('../../pipeline/sources/repository-policy.js'), 'createRepositoryPolicyResolver'> &
+        Pick<typeof import('../../pipeline/sources/github-issue-source.js'), 'tokenFromOctokit'> &
+        Pick<typeof import('../../pipeline/run-follow-up.js'), 'runFollowUp'> &
+        Pick<typeof import('../../pipeline/publishers/follow-up-publisher.js'), 'createFollowUpPublisher'> &
+        Pick<typeof import('../../github-app/follow-up-pull-request.js'), 'createFollowUpPullRequest'>
     >
   | undefined;
 
@@ -329,12 +339,20 @@ function loadPipeline(): NonNullable<typeof pipelineModules> {
     import('../../llm/sglang-client.js'),
     import('../../pipeline/publish-change.js'),
     import('../../pipeline/sources/repository-policy.js'),
-  ]).then(([job, pr, llm, publish, policy]) => ({
+    import('../../pipeline/run-follow-up.js'),
+    import('../../pipeline/publishers/follow-up-publisher.js'),
+    import('../../github-app/follow-up-pull-request.js'),
+    import('../../pipeline/sources/github-issue-source.js'),
+  ]).then(([job, pr, llm, publish, policy, followUp, followUpPublisher, followUpPr, issueSource]) => ({
     runJob: job.runJob,
     publishPullRequest: pr.publishPullRequest,
     createSglangClient: llm.createSglangClient,
     noreplyEmail: publish.noreplyEmail,
     createRepositoryPolicyResolver: policy.createRepositoryPolicyResolver,
+    runFollowUp: followUp.runFollowUp,
+    createFollowUpPublisher: followUpPublisher.createFollowUpPublisher,
+    createFollowUpPullRequest: followUpPr.createFollowUpPullRequest,
+    tokenFromOctokit: issueSource.tokenFromOctokit,
   }));
   return pipelineModules;
 }
@@ -380,7 +398,7 @@ function createPipelineRunner(input: {
   botLogin: () => string | undefined;
   records: RecordServices;
   sandboxFactory: SandboxFactory;
-}): JobRunner<InstallationOctokit> {
+}): { run: JobRunner<InstallationOctokit>; runFollowUp: FollowUpRunner<InstallationOctokit> } {
   const { env, logger, options, policyStore, sandboxFactory } = input;
   const recorder = createRunRecorder({
     writer: input.records.writer,
@@ -390,15 +408,23 @@ function createPipelineRunner(input: {
   });
   const host = env.gheHost ?? 'github.com';
 
-  return async (data, ctx) => {
+  /** The dependencies both runners share, for one job. */
+  const depsFor = async (
+    data: JobRequest,
+    ctx: JobRunContext<InstallationOctokit>,
+  ): Promise<{
+    deps: Omit<RunJobDeps, 'publishPullRequest'>;
+    run: RunCollector;
+    login: string;
+    modules: Awaited<ReturnType<typeof loadPipeline>>;
+  }> => {
     // The pipeline (agent loop, model client, git, pull request) is loaded with the first job, so
     // an idle worker does not hold it (issue 12 item 13: memory high-water mark).
-    const { runJob, publishPullRequest, createSglangClient, noreplyEmail, createRepositoryPolicyResolver } =
-      await loadPipeline();
+    const modules = await loadPipeline();
     const createModel =
       options.createModel ??
       ((context: ModelContext) =>
-        createSglangClient({
+        modules.createSglangClient({
           baseURL: env.modelUrl,
           model: env.modelName,
           apiKey: env.modelApiKey ?? undefined,
@@ -407,27 +433,54 @@ function createPipelineRunner(input: {
         }));
     const login = input.botLogin() ?? 'frognano[bot]';
     const run = recorder.begin(data, ctx.jobId, ctx.client);
-    const outcome = await runJob(
+    const deps = {
+      octokit: ctx.client,
+      gitBaseUrl: env.githubWebUrl,
+      sandboxFactory,
+      createModel,
+      modelUrl: env.modelUrl,
+      egressProbeTargets: env.egressProbeTargets,
+      workDir: env.workDir,
+      trajectoryDir: env.trajectoryDir,
+      resolvePolicy: modules.createRepositoryPolicyResolver(ctx.client, () => policyStore.current()),
+      appIdentity: { name: login, email: modules.noreplyEmail({ login }, host) },
+      onFacts: (facts: Parameters<RunCollector['onFacts']>[0]) => run.onFacts(facts),
+    };
+    return { deps, run, login, modules };
+  };
+  const runContext = (ctx: JobRunContext<InstallationOctokit>) => ({
+    signal: ctx.signal,
+    logger: ctx.logger,
+    progress: ctx.progress,
+    jobId: ctx.jobId,
+  });
+
+  const runFirst: JobRunner<InstallationOctokit> = async (data, ctx) => {
+    const { deps, run, modules } = await depsFor(data, ctx);
+    const outcome = await modules.runJob(
       data,
-      {
-        octokit: ctx.client,
-        gitBaseUrl: env.githubWebUrl,
-        sandboxFactory,
-        createModel,
-        modelUrl: env.modelUrl,
-        egressProbeTargets: env.egressProbeTargets,
-        workDir: env.workDir,
-        trajectoryDir: env.trajectoryDir,
-        resolvePolicy: createRepositoryPolicyResolver(ctx.client, () => policyStore.current()),
-        appIdentity: { name: login, email: noreplyEmail({ login }, host) },
-        publishPullRequest: run.wrapPublish(publishPullRequest),
-        onFacts: (facts) => run.onFacts(facts),
-      },
-      { signal: ctx.signal, logger: ctx.logger, progress: ctx.progress, jobId: ctx.jobId },
+      { ...deps, publishPullRequest: run.wrapPublish(modules.publishPullRequest) },
+      runContext(ctx),
     );
     // The outcome stands whatever happens to the record; the status comment says where it is.
     return { ...outcome, record: await run.finish(outcome) };
   };
+  const runFollowUp: FollowUpRunner<InstallationOctokit> = async (request, ctx) => {
+    const { deps, run, login, modules } = await depsFor(request, ctx);
+    const getInstallationToken = () => modules.tokenFromOctokit(ctx.client);
+    const publisher = modules.createFollowUpPublisher({
+      ...deps,
+      getInstallationToken,
+      followUpPullRequest: modules.createFollowUpPullRequest({ appId: env.appId }),
+    });
+    const outcome = await modules.runFollowUp(
+      request,
+      { ...deps, getInstallationToken, appLogin: login, publisher },
+      runContext(ctx),
+    );
+    return { ...outcome, record: await run.finish(outcome) };
+  };
+  return { run: runFirst, runFollowUp };
 }
 
 /**
