@@ -243,8 +243,6 @@ export function renderPullRequestBody(
 ): string {
   const s = input.summary;
   const out: string[] = [];
-  // First, so cutting a long body never drops it.
-  if (input.rounds?.length) out.push(renderRoundsMarker(input.rounds));
   const warnings = [
     'This pull request was written by a machine (the FrogNano-4B model in an offline sandbox). ' +
       'It may be wrong, incomplete or unsafe: review every line before merging. ' +
@@ -304,9 +302,12 @@ export function renderPullRequestBody(
       'The bot never marks this pull request ready, approves it or merges it.</sub>',
   );
   const body = out.join('\n\n');
-  return body.length > MAX_BODY_CHARS
-    ? `${body.slice(0, MAX_BODY_CHARS)}\n\n[… the rest of this description was cut]`
-    : body;
+  // Last, after the cut, so cutting a long body never drops it.
+  const marker = input.rounds?.length ? `\n\n${renderRoundsMarker(input.rounds)}` : '';
+  const max = MAX_BODY_CHARS - marker.length;
+  const shown =
+    body.length > max ? `${body.slice(0, max)}\n\n[… the rest of this description was cut]` : body;
+  return `${shown}${marker}`;
 }
 
 function renderTests(tests: PullRequestBodyInput['tests']): string {

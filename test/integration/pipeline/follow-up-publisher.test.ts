@@ -221,7 +221,7 @@ describe('follow-up publisher', () => {
     expect(await ghe.readFile(OWNER, REPO, newHead, 'calc.py')).toBe(ROUND_FILE);
 
     const body = ghe.state.pull(OWNER, REPO, pull.number)?.body ?? '';
-    expect(body).toMatch(/^<!-- frognano:rounds \[/);
+    expect(body).toMatch(/\n<!-- frognano:rounds \[.*\] -->$/);
     expect(body).toContain('### Rounds');
     expect(body).toContain('| 1 | @alice | add() subtracts | — | — | opened the draft pull request |');
     expect(body).toContain(
