@@ -4,6 +4,7 @@ import { isAppError } from '../app-error.js';
 import type { JobContext } from '../pipeline/job-context.js';
 import type { Outcome } from '../pipeline/outcome.js';
 import type { FinishedJob, JobPublisher } from '../pipeline/publishers/job-publisher.js';
+import { localOutcome } from '../pipeline/publishers/folder-publisher.js';
 import type { CandidateState } from '../pipeline/steps/candidate-state.js';
 import type { PreparedJob } from '../pipeline/sources/job-source.js';
 import { gradeTask, type GradeResult } from './grade-task.js';
@@ -39,15 +40,7 @@ export interface ResultsPublisherOptions {
 export function createResultsPublisher(options: ResultsPublisherOptions): JobPublisher<TaskTarget> {
   return {
     async publish(_ctx, _job, chosen): Promise<Outcome> {
-      const { patch, summary, verified } = chosen;
-      if (chosen.testsFailing) return { kind: 'tests_failing', patch, summary };
-      return {
-        kind: 'patch_ready',
-        patch,
-        folder: options.outDir,
-        flagged: verified.tampering.flagged,
-        summary,
-      };
+      return localOutcome(chosen, options.outDir);
     },
     async finish(ctx, finished) {
       try {

@@ -25,16 +25,24 @@ export async function applyPatch(
       timeoutMs: 120_000,
     });
   } catch (err) {
-    if (isAppError(err, 'CANCELLED')) throw err;
-    const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : String(err);
-    throw new AppError(
-      'PATCH_DOES_NOT_APPLY',
-      `the patch from the sandbox does not apply to the clone: ${stderr}`,
-      {
-        cause: err,
-      },
-    );
+    throw patchDoesNotApply(err, 'the clone');
   }
+}
+
+/**
+ * The error for a failed `git apply` of a patch from the sandbox onto `onto` ("the clone", "the
+ * pull request's head"): `PATCH_DOES_NOT_APPLY` with git's stderr; a cancellation stays what it is.
+ */
+export function patchDoesNotApply(err: unknown, onto: string): AppError {
+  if (isAppError(err, 'CANCELLED')) return err;
+  const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : String(err);
+  return new AppError(
+    'PATCH_DOES_NOT_APPLY',
+    `the patch from the sandbox does not apply to ${onto}: ${stderr}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /** One file of a staged change, from `git diff --cached --numstat`. Units: lines. */

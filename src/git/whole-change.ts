@@ -1,4 +1,4 @@
-import { AppError, isAppError } from '../app-error.js';
+import { patchDoesNotApply } from './apply-patch.js';
 import { runGit } from './run-git.js';
 
 /** Options of {@link wholeChange}. */
@@ -40,13 +40,7 @@ export async function wholeChange(options: WholeChangeOptions): Promise<string> 
         timeoutMs: 120_000,
       });
     } catch (err) {
-      if (isAppError(err, 'CANCELLED')) throw err;
-      const stderr = isAppError(err, 'GIT_FAILED') && err.details ? err.details.stderr : String(err);
-      throw new AppError(
-        'PATCH_DOES_NOT_APPLY',
-        `the patch from the sandbox does not apply to the pull request's head: ${stderr}`,
-        { cause: err },
-      );
+      throw patchDoesNotApply(err, "the pull request's head");
     }
   }
   const diff = await runGit(

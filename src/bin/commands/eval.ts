@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -20,7 +19,8 @@ import { createLogger } from '../../observability/logger.js';
 import { createProbedSandboxFactory } from '../../pipeline/probed-sandbox-factory.js';
 import type { EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
-import { DEFAULT_MODEL } from './run.js';
+import { startLocalRunGuard } from './local-run-guard.js';
+import { DEFAULT_MODEL, isHttpUrl } from './run.js';
 
 const USAGE = `usage: frognano-bot eval <subcommand> [options]
 
@@ -151,10 +151,10 @@ async function mine(argv: string[]): Promise<number> {
     destination: process.stderr as never,
   });
   const githubUrl = str('github-url');
-  const canary = await startCanary();
+  const guard = await startLocalRunGuard();
   try {
     const targets: EgressTarget[] = [
-      { name: 'host loopback', url: `http://127.0.0.1:${(canary.address() as AddressInfo).port}` },
+      guard.canaryTarget,
       ...(githubUrl ? [{ name: 'github', url: new URL(githubUrl).origin }] : []),
     ];
     const out = resolve(str('out') ?? 'tasks.jsonl');
@@ -189,7 +189,7 @@ async function mine(argv: string[]): Promise<number> {
     process.stdout.write(`\n${formatMineReport(report, out)}\nmine report written to ${reportFile}\n`);
     return 0;
   } finally {
-    await new Promise((r) => canary.close(r));
+    await guard.release();
   }
 }
 
@@ -241,13 +241,6 @@ function localFactory(logger: ReturnType<typeof createLogger>) {
   });
 }
 
-/** A loopback listener the sandbox must not reach (see `run`). */
-async function startCanary(): Promise<Server> {
-  const server = createServer((socket) => socket.destroy()).unref();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return server;
-}
-
 /**
  * `eval run`: every pending task through the pipeline (`createEvalTaskRunner`), `--concurrency` at
  * a time, with the probed local sandbox factory (a loopback canary and the model server must not
@@ -290,17 +283,10 @@ async function runEval(argv: string[]): Promise<number> {
       return fail(`no model server answers at ${options.modelUrl} (${(err as Error).message})`);
     }
   }
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const canary = await startCanary();
+  const guard = await startLocalRunGuard();
   const workDir = await mkdtemp(join(tmpdir(), 'frognano-eval-'));
   try {
-    const targets: EgressTarget[] = [
-      { name: 'host loopback', url: `http://127.0.0.1:${(canary.address() as AddressInfo).port}` },
-      { name: 'model-server', url: options.modelUrl },
-    ];
+    const targets: EgressTarget[] = [guard.canaryTarget, { name: 'model-server', url: options.modelUrl }];
     const client = createChatModelFromUrl(options.modelUrl, { model, apiKey, logger });
     const written = await runEvalTasks({
       plan,
@@ -314,7 +300,7 @@ async function runEval(argv: string[]): Promise<number> {
         sandboxFactory: createProbedSandboxFactory(localFactory(logger), targets, logger),
         createModel: () => client,
         logger,
-        signal: controller.signal,
+        signal: guard.signal,
         workDir,
       }),
     });
@@ -330,9 +316,7 @@ async function runEval(argv: string[]): Promise<number> {
     if (err instanceof AppError) return fail(err.message);
     throw err;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await new Promise((r) => canary.close(r));
+    await guard.release();
     await rm(workDir, { recursive: true, force: true });
   }
 }
@@ -347,14 +331,4 @@ function formatEvalSummary(written: WrittenReport): string {
     (written.skipped.length > 0 ? `skipped unreadable lines: ${written.skipped.join(', ')}\n` : '') +
     `written: ${written.files.join(', ')}\n`
   );
-}
-
-/** Whether `text` parses as an absolute http: or https: URL. */
-function isHttpUrl(text: string): boolean {
-  try {
-    const { protocol } = new URL(text);
-    return protocol === 'http:' || protocol === 'https:';
-  } catch {
-    return false;
-  }
 }

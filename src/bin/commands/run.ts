@@ -1,11 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { AppError } from '../../app-error.js';
 import { BUILT_IN_DEFAULTS } from '../../config/policy.js';
 import type { TrajectoryStep } from '../../leaf/trajectory.js';
 import { listModels } from '../../llm/sglang-client.js';
@@ -19,6 +17,7 @@ import { createLocalSource } from '../../pipeline/sources/local-source.js';
 import type { EgressTarget } from '../../sandbox/egress-probe.js';
 import { createLocalSandboxFactory } from '../../sandbox/local/local-sandbox.js';
 import type { SandboxFactory } from '../../sandbox/sandbox.js';
+import { startLocalRunGuard } from './local-run-guard.js';
 import { exitCodeOf, RUN_EXIT_CODES } from './run-exit-code.js';
 
 /** SGLang's default port (https://docs.sglang.ai/advanced_features/server_arguments.html). */
@@ -188,23 +187,19 @@ async function runLocally(
     testCommand: testCommand && testCommand !== 'none' ? testCommand : null,
   };
   const outDir = resolve(options.out);
-  const controller = new AbortController();
-  const onSignal = (): void => controller.abort(new AppError('CANCELLED', 'interrupted (SIGINT/SIGTERM)'));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const canary = await startCanary();
+  const guard = await startLocalRunGuard();
   const store = await mkdtemp(join(tmpdir(), 'frognano-run-'));
   try {
     const ctx = createJobContext({
       jobId: `run-${randomUUID().slice(0, 8)}`,
       logger,
-      signal: controller.signal,
+      signal: guard.signal,
       workDir: tmpdir(),
       trajectoryDir: store,
       // The probe targets: the canary, the model server, the repository's host.
       sandboxFactory: createProbedSandboxFactory(
         hooks.sandboxFactory ?? createRunSandboxFactory(logger),
-        egressTargets(canary, replay ? null : modelUrl, options.repo),
+        egressTargets(guard.canaryTarget, replay ? null : modelUrl, options.repo),
         logger,
       ),
       createModel: () => model,
@@ -228,9 +223,7 @@ async function runLocally(
     await printSummary(outDir, replay);
     return exitCodeOf(outcome);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await new Promise((r) => canary.close(r));
+    await guard.release();
     await rm(store, { recursive: true, force: true });
   }
 }
@@ -259,22 +252,9 @@ function createRunSandboxFactory(logger: Logger): SandboxFactory {
   });
 }
 
-/**
- * A TCP listener on the host's loopback, probed from inside the sandbox with the other targets: a
- * sandbox that shares the host's network reaches it whatever else runs on this machine.
- */
-async function startCanary(): Promise<Server> {
-  const server = createServer((socket) => socket.destroy());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  server.unref();
-  return server;
-}
-
 /** What the sandboxes of `run` must not reach: the loopback canary, the model server, the repository's host. */
-function egressTargets(canary: Server, modelUrl: string | null, repo: string): EgressTarget[] {
-  const targets: EgressTarget[] = [
-    { name: 'host loopback', url: `http://127.0.0.1:${(canary.address() as AddressInfo).port}` },
-  ];
+function egressTargets(canary: EgressTarget, modelUrl: string | null, repo: string): EgressTarget[] {
+  const targets: EgressTarget[] = [canary];
   if (modelUrl) targets.push({ name: 'model-server', url: modelUrl });
   if (/^(https?|ssh):\/\//.test(repo)) {
     const u = new URL(repo);
@@ -287,7 +267,7 @@ function egressTargets(canary: Server, modelUrl: string | null, repo: string): E
 }
 
 /** Whether `text` parses as an absolute http: or https: URL (what an OpenAI-compatible server has). */
-function isHttpUrl(text: string): boolean {
+export function isHttpUrl(text: string): boolean {
   try {
     const { protocol } = new URL(text);
     return protocol === 'http:' || protocol === 'https:';

@@ -6,6 +6,7 @@ import type { JobContext } from '../job-context.js';
 import type { Outcome } from '../outcome.js';
 import type { TestRun } from '../run-tests.js';
 import type { CandidateState } from '../steps/candidate-state.js';
+import type { ChosenCandidate } from '../steps/choose-candidate.js';
 import type { TestComparison } from '../verification/compare-test-runs.js';
 import { buildEvidence, testVerdict } from '../verification/evidence-markdown.js';
 import type { TamperingReport } from '../verification/test-tampering.js';
@@ -35,16 +36,8 @@ export interface FolderPublisherOptions {
 export function createFolderPublisher(options: FolderPublisherOptions): JobPublisher<unknown> {
   return {
     async publish(ctx, job, chosen): Promise<Outcome> {
-      const { patch, summary, verified } = chosen;
-      await applyPatch(job.dir, patch, { signal: ctx.signal });
-      if (chosen.testsFailing) return { kind: 'tests_failing', patch, summary };
-      return {
-        kind: 'patch_ready',
-        patch,
-        folder: options.outDir,
-        flagged: verified.tampering.flagged,
-        summary,
-      };
+      await applyPatch(job.dir, chosen.patch, { signal: ctx.signal });
+      return localOutcome(chosen, options.outDir);
     },
     async finish(ctx, finished) {
       await mkdir(options.outDir, { recursive: true });
@@ -188,4 +181,14 @@ function testFacts(run: TestRun | null): TestFacts | null {
     timedOut,
     outputTail: run.outputTail.split('\n').slice(-15).join('\n').trim(),
   };
+}
+
+/**
+ * How a job published to a local folder ends (`run`, `eval run`): `tests_failing` when its tests
+ * count as failing, else `patch_ready`, flagged when the tampering check flagged it.
+ */
+export function localOutcome(chosen: ChosenCandidate, folder: string): Outcome {
+  const { patch, summary, verified } = chosen;
+  if (chosen.testsFailing) return { kind: 'tests_failing', patch, summary };
+  return { kind: 'patch_ready', patch, folder, flagged: verified.tampering.flagged, summary };
 }

@@ -72,18 +72,7 @@ export function compareTestRuns(base: TestRunResult, head: TestRunResult): TestC
   if (!base.tests || !head.tests) return compareSuites(base, head);
   const baseById = new Map(base.tests.map((t) => [t.id, t]));
   const headById = new Map(head.tests.map((t) => [t.id, t]));
-  const out: TestComparison = {
-    granularity: 'per-test',
-    fixed: [],
-    broken: [],
-    stillFailing: [],
-    newTests: [],
-    removedTests: [],
-    passingOnBoth: 0,
-    baseCounts: counts(base.tests),
-    headCounts: counts(head.tests),
-    nothingBroken: true,
-  };
+  const out = emptyComparison('per-test', counts(base.tests), counts(head.tests));
   for (const h of head.tests) {
     const b = baseById.get(h.id);
     if (!b) {
@@ -102,18 +91,7 @@ export function compareTestRuns(base: TestRunResult, head: TestRunResult): TestC
 }
 
 function compareSuites(base: TestRunResult, head: TestRunResult): TestComparison {
-  const out: TestComparison = {
-    granularity: 'suite',
-    fixed: [],
-    broken: [],
-    stillFailing: [],
-    newTests: [],
-    removedTests: [],
-    passingOnBoth: 0,
-    baseCounts: null,
-    headCounts: null,
-    nothingBroken: true,
-  };
+  const out = emptyComparison('suite', null, null);
   if (!base.passed && head.passed) out.fixed.push(WHOLE_SUITE);
   else if (base.passed && !head.passed) out.broken.push(WHOLE_SUITE);
   else if (!base.passed && !head.passed) out.stillFailing.push(WHOLE_SUITE);
@@ -126,4 +104,24 @@ function counts(tests: readonly TestCaseResult[]): TestCounts {
   const c: TestCounts = { passed: 0, failed: 0, skipped: 0 };
   for (const t of tests) c[t.status]++;
   return c;
+}
+
+/** A comparison with nothing in it yet, filled in by its caller. */
+function emptyComparison(
+  granularity: TestComparison['granularity'],
+  baseCounts: TestCounts | null,
+  headCounts: TestCounts | null,
+): TestComparison {
+  return {
+    granularity,
+    fixed: [],
+    broken: [],
+    stillFailing: [],
+    newTests: [],
+    removedTests: [],
+    passingOnBoth: 0,
+    baseCounts,
+    headCounts,
+    nothingBroken: true,
+  };
 }
