@@ -1,0 +1,150 @@
+/**
+ * End to end, one review round (issue 11): labelled issue → draft pull request → a
+ * `changes_requested` review with an inline comment → the real worker runs a follow-up round
+ * (pull request source → sandbox → scripted model → verify → follow-up publisher) → a second commit
+ * on the same branch, the Rounds table, a reply on the comment thread, a new human review check run;
+ * then the review gate on the new head (approvals, a person's push, a dismissed approval).
+ *
+ * Needs Redis on 127.0.0.1:6379, bubblewrap, git and python3 with pytest.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
+import { FOLLOW_UP_STATUS_MARKER, STATUS_MARKER } from '../../src/github-app/status-comment.js';
+import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
+import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
+import { waitFor } from '../integration/queue/redis-helper.js';
+
+const OWNER = 'octo-org';
+const REPO = 'calc';
+const FILES = {
+  'calc.py': 'def add(a, b):\n    return a - b\n',
+  'test_calc.py': 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n',
+};
+const ISSUE = { title: 'add() returns the difference', body: 'add(2, 3) returns -1 instead of 5.' };
+const INLINE = 'Please give add() a docstring.';
+const HUNK = '@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b';
+const DOCSTRING = '    """Return the sum of a and b."""\n';
+
+const textOf = (request: RecordedRequest): string => JSON.stringify(request.body.messages);
+
+/**
+ * The model's turns: the first run fixes the bug; a follow-up round (its instruction holds the
+ * inline comment) adds the docstring. Chosen by how many assistant messages the request holds.
+ */
+function turnFor(request: RecordedRequest): ScriptedTurn {
+  const done = (request.body.messages as Array<{ role: string }>).filter(
+    (m) => m.role === 'assistant',
+  ).length;
+  const followUp = textOf(request).includes(INLINE);
+  if (done === 0)
+    return { kind: 'tool_calls', calls: [{ name: 'Read', arguments: { file_path: 'calc.py' } }] };
+  if (done === 1) {
+    const edit = followUp
+      ? { old_string: 'def add(a, b):\n', new_string: `def add(a, b):\n${DOCSTRING}` }
+      : { old_string: 'a - b', new_string: 'a + b' };
+    return { kind: 'tool_calls', calls: [{ name: 'Edit', arguments: { file_path: 'calc.py', ...edit } }] };
+  }
+  return { kind: 'final', content: followUp ? 'Added the docstring.' : 'add() now returns a + b.' };
+}
+
+let stack: E2eStack | null = null;
+afterEach(async () => {
+  await stack?.close();
+  stack = null;
+});
+
+describe('e2e: review feedback → follow-up round → review gate', () => {
+  it('answers a changes_requested review with a second commit, a Rounds table, a reply and a new check run', async () => {
+    stack = await startE2eStack({ name: 'e2e-review', owner: OWNER, repos: { [REPO]: FILES }, script: turnFor });
+    const { ghe, serve } = stack;
+    const branch = (n: number) => `frognano/issue-${n}`;
+
+    // Round 1: the labelled issue ends in a draft pull request.
+    const issue = await stack.labelNewIssue(REPO, ISSUE);
+    expect(issue.status).toBe(200);
+    await waitFor(
+      () =>
+        ghe.state
+          .comments(OWNER, REPO, issue.number)
+          .some((c) => (c.body ?? '').includes(STATUS_MARKER) && (c.body ?? '').includes('opened draft pull request #')),
+      'the first run to open the pull request',
+      90_000,
+    );
+    const pr = ghe.state.pulls(OWNER, REPO).find((p) => p.head.ref === branch(issue.number))!;
+    const first = (await ghe.readBranch(OWNER, REPO, branch(issue.number)))!;
+    const requestsBefore = stack.model.requests.length;
+
+    // alice (who labelled the issue) requests changes with one inline comment.
+    const review = ghe.submitReview({
+      owner: OWNER,
+      repo: REPO,
+      pullNumber: pr.number,
+      reviewer: 'alice',
+      state: 'changes_requested',
+      body: 'One thing.',
+    });
+    const commentId = ghe.addReviewComment(OWNER, REPO, pr.number, {
+      reviewId: (review.review as { id: number }).id,
+      user: 'alice',
+      body: INLINE,
+      path: 'calc.py',
+      line: 2,
+      diffHunk: HUNK,
+    });
+    expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review)).status).toBe(200);
+    await serve.intake.idle();
+
+    // The follow-up round ends with a pushed commit on the same branch.
+    const second = await waitFor(
+      async () => {
+        const head = await ghe.readBranch(OWNER, REPO, branch(issue.number));
+        return head !== first ? head : null;
+      },
+      'the follow-up round to push a second commit',
+      90_000,
+    );
+    const [parent] = (await ghe.git(OWNER, REPO, 'log', '-1', '--format=%P', second!)).split('\n');
+    expect(parent).toBe(first);
+    expect(await ghe.readFile(OWNER, REPO, second!, 'calc.py')).toBe(
+      `def add(a, b):\n${DOCSTRING}    return a + b\n`,
+    );
+
+    // The instruction the model got holds the comment's place, its hunk and the original issue.
+    const instruction = textOf(stack.model.requests[requestsBefore]!);
+    expect(instruction).toContain(JSON.stringify(INLINE).slice(1, -1));
+    expect(instruction).toContain('calc.py');
+    expect(instruction).toContain(JSON.stringify(HUNK).slice(1, -1));
+    expect(instruction).toContain(ISSUE.title);
+    expect(instruction).toContain(ISSUE.body);
+
+    // The pull request: a Rounds table with both rounds; a reply on the thread naming the commit.
+    const status = await waitFor(
+      () =>
+        ghe.state
+          .comments(OWNER, REPO, pr.number)
+          .find((c) => (c.body ?? '').includes(FOLLOW_UP_STATUS_MARKER) && /updated draft pull request/.test(c.body ?? '')),
+      'the pull request status comment to show the outcome',
+      30_000,
+    );
+    expect(status.body).toContain(`updated draft pull request #${pr.number}`);
+    const body = ghe.state.pull(OWNER, REPO, pr.number)?.body ?? '';
+    const rounds = body.slice(body.indexOf('Rounds'));
+    expect(rounds).toMatch(/\| 1 \|/);
+    expect(rounds).toMatch(/\| 2 \|/);
+    expect(rounds).toContain(second!.slice(0, 7));
+    const replies = ghe.state
+      .requestsTo('POST', new RegExp(`/pulls/${pr.number}/comments/${commentId}/replies$`));
+    expect(replies).toHaveLength(1);
+    expect(JSON.stringify(replies[0])).toContain(second!.slice(0, 7));
+
+    // The human review check run on the new head.
+    const check = () =>
+      ghe.state
+        .checkRuns(OWNER, REPO)
+        .filter((r) => r.head_sha === second && r.name === HUMAN_REVIEW_CHECK_NAME)
+        .at(-1);
+    expect(check()).toMatchObject({ status: 'completed', conclusion: 'action_required' });
+    expect(ghe.state.unhandled).toEqual([]);
+    expect(ghe.state.errors).toEqual([]);
+  });
+});
