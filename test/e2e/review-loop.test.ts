@@ -54,8 +54,13 @@ afterEach(async () => {
 });
 
 describe('e2e: review feedback → follow-up round → review gate', () => {
-  it('answers a changes_requested review with a second commit, a Rounds table, a reply and a new check run', async () => {
-    stack = await startE2eStack({ name: 'e2e-review', owner: OWNER, repos: { [REPO]: FILES }, script: turnFor });
+  it('answers a changes_requested review with a second commit, a Rounds table, a reply and a new check run that the gate then keeps', async () => {
+    stack = await startE2eStack({
+      name: 'e2e-review',
+      owner: OWNER,
+      repos: { [REPO]: FILES },
+      script: turnFor,
+    });
     const { ghe, serve } = stack;
     const branch = (n: number) => `frognano/issue-${n}`;
 
@@ -66,7 +71,11 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
       () =>
         ghe.state
           .comments(OWNER, REPO, issue.number)
-          .some((c) => (c.body ?? '').includes(STATUS_MARKER) && (c.body ?? '').includes('opened draft pull request #')),
+          .some(
+            (c) =>
+              (c.body ?? '').includes(STATUS_MARKER) &&
+              (c.body ?? '').includes('opened draft pull request #'),
+          ),
       'the first run to open the pull request',
       90_000,
     );
@@ -122,7 +131,11 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
       () =>
         ghe.state
           .comments(OWNER, REPO, pr.number)
-          .find((c) => (c.body ?? '').includes(FOLLOW_UP_STATUS_MARKER) && /updated draft pull request/.test(c.body ?? '')),
+          .find(
+            (c) =>
+              (c.body ?? '').includes(FOLLOW_UP_STATUS_MARKER) &&
+              /updated draft pull request/.test(c.body ?? ''),
+          ),
       'the pull request status comment to show the outcome',
       30_000,
     );
@@ -132,18 +145,92 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     expect(rounds).toMatch(/\| 1 \|/);
     expect(rounds).toMatch(/\| 2 \|/);
     expect(rounds).toContain(second!.slice(0, 7));
-    const replies = ghe.state
-      .requestsTo('POST', new RegExp(`/pulls/${pr.number}/comments/${commentId}/replies$`));
+    const replies = ghe.state.requestsTo(
+      'POST',
+      new RegExp(`/pulls/${pr.number}/comments/${commentId}/replies$`),
+    );
     expect(replies).toHaveLength(1);
     expect(JSON.stringify(replies[0])).toContain(second!.slice(0, 7));
 
     // The human review check run on the new head.
-    const check = () =>
+    const checkOn = (sha: string) =>
       ghe.state
         .checkRuns(OWNER, REPO)
-        .filter((r) => r.head_sha === second && r.name === HUMAN_REVIEW_CHECK_NAME)
+        .filter((r) => r.head_sha === sha && r.name === HUMAN_REVIEW_CHECK_NAME)
         .at(-1);
+    const check = () => checkOn(second!);
     expect(check()).toMatchObject({ status: 'completed', conclusion: 'action_required' });
+    expect(check()?.output.summary).toContain('other than @alice (who asked');
+    expect(check()?.output.summary).not.toContain('@alice and @alice');
+    // Its transcript holds both rounds.
+    expect(check()?.output.text).toContain('### Round 1 — job `');
+    expect(check()?.output.text).toContain('### Round 2 — job `');
+
+    const requestsAfterRound = stack.model.requests.length;
+
+    // The gate on the new head: alice asked for both rounds, so her approval alone does not count…
+    const deliver = async (event: string, payload: object) => {
+      expect((await ghe.sendWebhook(serve.webhookUrl, event, payload)).status).toBe(200);
+      await serve.intake.idle();
+    };
+    const approve = (reviewer: string) =>
+      deliver(
+        'pull_request_review',
+        ghe.submitReview({ owner: OWNER, repo: REPO, pullNumber: pr.number, reviewer }),
+      );
+    await approve('alice');
+    expect(check()).toMatchObject({ conclusion: 'action_required' });
+    // …bob's (write access) does.
+    ghe.setPermission(OWNER, REPO, 'bob', 'write');
+    await approve('bob');
+    expect(check()).toMatchObject({ conclusion: 'success' });
+    expect(check()?.output.title).toBe('Approved by @bob');
+
+    // A commit pushed by a person gets a new check run, waiting again.
+    ghe.setPermission(OWNER, REPO, 'maya', 'write');
+    const push = await ghe.pushToPullRequest({
+      owner: OWNER,
+      repo: REPO,
+      pullNumber: pr.number,
+      sender: 'maya',
+      files: { 'README.md': 'calc\n' },
+    });
+    await deliver('pull_request', push);
+    const third = String((push as { after: string }).after);
+    expect(third).not.toBe(second);
+    expect(checkOn(third)).toMatchObject({ conclusion: 'action_required' });
+    expect(checkOn(third)?.output.summary).toContain('@bob approved an older commit');
+    expect(checkOn(third)?.output.text).toContain('### Round 2 — job `');
+    // bob approves the new head; the approval is dismissed: waiting again.
+    await approve('bob');
+    expect(checkOn(third)).toMatchObject({ conclusion: 'success' });
+    const bobReview = ghe.state
+      .reviews(OWNER, REPO, pr.number)
+      .filter((r) => r.user?.login === 'bob')
+      .at(-1)!;
+    await deliver(
+      'pull_request_review',
+      ghe.dismissReview({
+        owner: OWNER,
+        repo: REPO,
+        pullNumber: pr.number,
+        reviewId: bobReview.id,
+        sender: 'maya',
+      }),
+    );
+    expect(checkOn(third)).toMatchObject({ conclusion: 'action_required' });
+    expect(checkOn(third)?.output.summary).toContain('@bob had the review dismissed');
+
+    // No further round ran (approvals and pushes are not feedback); the bot never approved or merged.
+    await stack.serve.intake.idle();
+    expect(stack.model.requests.length).toBe(requestsAfterRound);
+    expect(ghe.state.pull(OWNER, REPO, pr.number)).toMatchObject({
+      draft: true,
+      state: 'open',
+      merged: false,
+    });
+    expect(ghe.state.requestsTo('PUT', /\/merge$/)).toEqual([]);
+    expect(ghe.state.requestsTo('POST', /\/reviews$/)).toEqual([]);
     expect(ghe.state.unhandled).toEqual([]);
     expect(ghe.state.errors).toEqual([]);
   });
