@@ -143,7 +143,7 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     const body = ghe.state.pull(OWNER, REPO, pr.number)?.body ?? '';
     const rounds = body.slice(body.indexOf('Rounds'));
     expect(rounds).toMatch(/\| 1 \|/);
-    expect(rounds).toMatch(/\| 2 \|/);
+    expect(rounds).toContain(`| 2 | @alice | One thing. · ${INLINE} |`);
     expect(rounds).toContain(second!.slice(0, 7));
     const replies = ghe.state.requestsTo(
       'POST',
