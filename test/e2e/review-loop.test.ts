@@ -10,6 +10,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
 import { FOLLOW_UP_STATUS_MARKER, STATUS_MARKER } from '../../src/github-app/status-comment.js';
+import { BRANCH_MOVED_REASON } from '../../src/git/push-branch.js';
 import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
 import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
 import { waitFor } from '../integration/queue/redis-helper.js';
@@ -53,60 +54,79 @@ afterEach(async () => {
   stack = null;
 });
 
+/** serve + worker on `octo-org/calc` with `script`; closed after the test. */
+async function start(name: string, script: (request: RecordedRequest) => ScriptedTurn): Promise<E2eStack> {
+  stack = await startE2eStack({ name, owner: OWNER, repos: { [REPO]: FILES }, script });
+  return stack;
+}
+
+/**
+ * Round 1 (alice labels the issue → draft pull request), then alice's `changes_requested` review
+ * with one inline comment on calc.py, delivered to serve.
+ */
+async function openAndRequestChanges(s: E2eStack) {
+  const { ghe, serve } = s;
+  const issue = await s.labelNewIssue(REPO, ISSUE);
+  expect(issue.status).toBe(200);
+  const branch = `frognano/issue-${issue.number}`;
+  await waitFor(
+    () =>
+      ghe.state
+        .comments(OWNER, REPO, issue.number)
+        .some(
+          (c) =>
+            (c.body ?? '').includes(STATUS_MARKER) && (c.body ?? '').includes('opened draft pull request #'),
+        ),
+    'the first run to open the pull request',
+    90_000,
+  );
+  const pr = ghe.state.pulls(OWNER, REPO).find((p) => p.head.ref === branch)!;
+  const first = (await ghe.readBranch(OWNER, REPO, branch))!;
+  const requestsBefore = s.model.requests.length;
+
+  const review = ghe.submitReview({
+    owner: OWNER,
+    repo: REPO,
+    pullNumber: pr.number,
+    reviewer: 'alice',
+    state: 'changes_requested',
+    body: 'One thing.',
+  });
+  const commentId = ghe.addReviewComment(OWNER, REPO, pr.number, {
+    reviewId: (review.review as { id: number }).id,
+    user: 'alice',
+    body: INLINE,
+    path: 'calc.py',
+    line: 2,
+    diffHunk: HUNK,
+  });
+  expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review)).status).toBe(200);
+  await serve.intake.idle();
+  return { branch, pr, first, commentId, requestsBefore };
+}
+
+/** The app's status comment on the pull request once its text matches `pattern`. */
+function pullStatus(s: E2eStack, pullNumber: number, pattern: RegExp) {
+  return waitFor(
+    () =>
+      s.ghe.state
+        .comments(OWNER, REPO, pullNumber)
+        .find((c) => (c.body ?? '').includes(FOLLOW_UP_STATUS_MARKER) && pattern.test(c.body ?? '')),
+    `the pull request status comment to match ${pattern}`,
+    60_000,
+  );
+}
+
 describe('e2e: review feedback → follow-up round → review gate', () => {
   it('answers a changes_requested review with a second commit, a Rounds table, a reply and a new check run that the gate then keeps', async () => {
-    stack = await startE2eStack({
-      name: 'e2e-review',
-      owner: OWNER,
-      repos: { [REPO]: FILES },
-      script: turnFor,
-    });
-    const { ghe, serve } = stack;
-    const branch = (n: number) => `frognano/issue-${n}`;
-
-    // Round 1: the labelled issue ends in a draft pull request.
-    const issue = await stack.labelNewIssue(REPO, ISSUE);
-    expect(issue.status).toBe(200);
-    await waitFor(
-      () =>
-        ghe.state
-          .comments(OWNER, REPO, issue.number)
-          .some(
-            (c) =>
-              (c.body ?? '').includes(STATUS_MARKER) &&
-              (c.body ?? '').includes('opened draft pull request #'),
-          ),
-      'the first run to open the pull request',
-      90_000,
-    );
-    const pr = ghe.state.pulls(OWNER, REPO).find((p) => p.head.ref === branch(issue.number))!;
-    const first = (await ghe.readBranch(OWNER, REPO, branch(issue.number)))!;
-    const requestsBefore = stack.model.requests.length;
-
-    // alice (who labelled the issue) requests changes with one inline comment.
-    const review = ghe.submitReview({
-      owner: OWNER,
-      repo: REPO,
-      pullNumber: pr.number,
-      reviewer: 'alice',
-      state: 'changes_requested',
-      body: 'One thing.',
-    });
-    const commentId = ghe.addReviewComment(OWNER, REPO, pr.number, {
-      reviewId: (review.review as { id: number }).id,
-      user: 'alice',
-      body: INLINE,
-      path: 'calc.py',
-      line: 2,
-      diffHunk: HUNK,
-    });
-    expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request_review', review)).status).toBe(200);
-    await serve.intake.idle();
+    const s = await start('e2e-review', turnFor);
+    const { ghe, serve } = s;
+    const { branch, pr, first, commentId, requestsBefore } = await openAndRequestChanges(s);
 
     // The follow-up round ends with a pushed commit on the same branch.
     const second = await waitFor(
       async () => {
-        const head = await ghe.readBranch(OWNER, REPO, branch(issue.number));
+        const head = await ghe.readBranch(OWNER, REPO, branch);
         return head !== first ? head : null;
       },
       'the follow-up round to push a second commit',
@@ -119,7 +139,7 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     );
 
     // The instruction the model got holds the comment's place, its hunk and the original issue.
-    const instruction = textOf(stack.model.requests[requestsBefore]!);
+    const instruction = textOf(s.model.requests[requestsBefore]!);
     expect(instruction).toContain(JSON.stringify(INLINE).slice(1, -1));
     expect(instruction).toContain('calc.py');
     expect(instruction).toContain(JSON.stringify(HUNK).slice(1, -1));
@@ -127,18 +147,7 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     expect(instruction).toContain(ISSUE.body);
 
     // The pull request: a Rounds table with both rounds; a reply on the thread naming the commit.
-    const status = await waitFor(
-      () =>
-        ghe.state
-          .comments(OWNER, REPO, pr.number)
-          .find(
-            (c) =>
-              (c.body ?? '').includes(FOLLOW_UP_STATUS_MARKER) &&
-              /updated draft pull request/.test(c.body ?? ''),
-          ),
-      'the pull request status comment to show the outcome',
-      30_000,
-    );
+    const status = await pullStatus(s, pr.number, /updated draft pull request/);
     expect(status.body).toContain(`updated draft pull request #${pr.number}`);
     const body = ghe.state.pull(OWNER, REPO, pr.number)?.body ?? '';
     const rounds = body.slice(body.indexOf('Rounds'));
@@ -166,7 +175,7 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     expect(check()?.output.text).toContain('### Round 1 — job `');
     expect(check()?.output.text).toContain('### Round 2 — job `');
 
-    const requestsAfterRound = stack.model.requests.length;
+    const requestsAfterRound = s.model.requests.length;
 
     // The gate on the new head: alice asked for both rounds, so her approval alone does not count…
     const deliver = async (event: string, payload: object) => {
@@ -222,8 +231,8 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     expect(checkOn(third)?.output.summary).toContain('@bob had the review dismissed');
 
     // No further round ran (approvals and pushes are not feedback); the bot never approved or merged.
-    await stack.serve.intake.idle();
-    expect(stack.model.requests.length).toBe(requestsAfterRound);
+    await serve.intake.idle();
+    expect(s.model.requests.length).toBe(requestsAfterRound);
     expect(ghe.state.pull(OWNER, REPO, pr.number)).toMatchObject({
       draft: true,
       state: 'open',
@@ -231,6 +240,50 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     });
     expect(ghe.state.requestsTo('PUT', /\/merge$/)).toEqual([]);
     expect(ghe.state.requestsTo('POST', /\/reviews$/)).toEqual([]);
+    expect(ghe.state.unhandled).toEqual([]);
+    expect(ghe.state.errors).toEqual([]);
+  });
+
+  it('pushes nothing when a person pushed to the branch while the round ran, and says so', async () => {
+    // The follow-up's Edit is held until the person's push is in.
+    let held: () => void = () => undefined;
+    const heldAtEdit = new Promise<void>((resolve) => (held = resolve));
+    let release: () => void = () => undefined;
+    const pushed = new Promise<void>((resolve) => (release = resolve));
+    const s = await start('e2e-review-moved', (request) => {
+      const turn = turnFor(request);
+      if (turn.kind !== 'tool_calls' || turn.calls[0]?.name !== 'Edit' || !textOf(request).includes(INLINE))
+        return turn;
+      held();
+      return { ...turn, after: pushed };
+    });
+    const { ghe, serve } = s;
+    const { branch, pr, commentId } = await openAndRequestChanges(s);
+
+    await heldAtEdit;
+    ghe.setPermission(OWNER, REPO, 'maya', 'write');
+    const push = await ghe.pushToPullRequest({
+      owner: OWNER,
+      repo: REPO,
+      pullNumber: pr.number,
+      sender: 'maya',
+      files: { 'README.md': 'calc\n' },
+    });
+    expect((await ghe.sendWebhook(serve.webhookUrl, 'pull_request', push)).status).toBe(200);
+    await serve.intake.idle();
+    release();
+
+    const status = await pullStatus(s, pr.number, /the branch changed while I was working/);
+    expect(status.body).toContain(`nothing pushed: ${BRANCH_MOVED_REASON}`);
+    // maya's commit is still the head; no reply, no round row, no check run from the bot on it.
+    const maya = String((push as { after: string }).after);
+    expect(await ghe.readBranch(OWNER, REPO, branch)).toBe(maya);
+    expect(ghe.state.requestsTo('POST', new RegExp(`/comments/${commentId}/replies$`))).toEqual([]);
+    expect(ghe.state.pull(OWNER, REPO, pr.number)?.body ?? '').not.toMatch(/^\| 2 \|/m);
+    const onMaya = ghe.state
+      .checkRuns(OWNER, REPO)
+      .filter((r) => r.head_sha === maya && r.name === HUMAN_REVIEW_CHECK_NAME);
+    expect(onMaya.map((r) => r.conclusion)).toEqual(['action_required']);
     expect(ghe.state.unhandled).toEqual([]);
     expect(ghe.state.errors).toEqual([]);
   });
