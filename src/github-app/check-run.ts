@@ -87,7 +87,7 @@ export async function createHumanReviewCheck(
   octokit: GitHubClient,
   target: HumanReviewCheckTarget,
 ): Promise<number> {
-  const requestedBy = [...(target.requestedBy ?? [])];
+  const requestedBy = [...new Set(target.requestedBy ?? [])];
   const gate = evaluateReviewGate([], {
     headSha: target.headSha,
     requesters: requestedBy,

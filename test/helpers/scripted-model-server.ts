@@ -32,6 +32,11 @@ export interface ScriptedToolCall {
 interface TurnBase {
   /** Wait this long (milliseconds) before answering. */
   delayMs?: number;
+  /**
+   * Answer only once this settles (after `delayMs`): a test holds the agent at a step while it
+   * changes the world, without guessing a delay.
+   */
+  after?: Promise<unknown>;
 }
 interface MessageTurnBase extends TurnBase {
   /** Thinking text (`reasoning_content`); default absent (null on the wire). */
@@ -211,6 +216,10 @@ export async function startScriptedModelServer(
         }, turn.delayMs);
         timers.add(timer);
       });
+      if (closed || res.destroyed) return;
+    }
+    if (turn.after) {
+      await turn.after.catch(() => undefined);
       if (closed || res.destroyed) return;
     }
     answer(res, turn, body);

@@ -5,6 +5,7 @@ import { fetchBranch } from '../../git/clone-repository.js';
 import { BRANCH_MOVED_REASON, pushFastForward } from '../../git/push-branch.js';
 import type { Trajectory } from '../../leaf/trajectory.js';
 import type { Logger } from '../../observability/logger.js';
+import type { FeedbackItem } from '../feedback.js';
 import type { GitHubClient } from '../github-client.js';
 import type { Outcome } from '../outcome.js';
 import {
@@ -73,6 +74,20 @@ export interface FollowUpPublisherOptions {
   gitBaseUrl: string;
   /** Author of the bot's commits. */
   appIdentity: GitIdentity;
+}
+
+/**
+ * The Rounds table's "what was asked" of a round: the first line of each feedback item that says
+ * something, joined with ` · ` (a review's summary alone, often empty or "see comments", misses
+ * its inline comments), cut to one line by `askedLine`.
+ */
+function askedOf(feedback: readonly FeedbackItem[]): string {
+  return askedLine(
+    feedback
+      .map((f) => askedLine(f.body))
+      .filter((line) => line !== '')
+      .join(' · '),
+  );
 }
 
 /**
@@ -148,7 +163,7 @@ export function createFollowUpPublisher(options: FollowUpPublisherOptions): JobP
           round: {
             round: target.round,
             requestedBy: target.requestedBy,
-            asked: askedLine(target.feedback[0]?.body ?? ''),
+            asked: askedOf(target.feedback),
             ...testCounts(chosen.verified),
             outcome: testsFailing
               ? 'pushed; the tests fail'
