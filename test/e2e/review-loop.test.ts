@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { HUMAN_REVIEW_CHECK_NAME } from '../../src/github-app/check-run.js';
 import { FOLLOW_UP_STATUS_MARKER, STATUS_MARKER } from '../../src/github-app/status-comment.js';
 import { BRANCH_MOVED_REASON } from '../../src/git/push-branch.js';
+import { TESTS_MODIFIED_LABEL } from '../../src/pipeline/verification/test-tampering.js';
 import { startE2eStack, type E2eStack } from '../helpers/e2e-stack.js';
 import type { RecordedRequest, ScriptedTurn } from '../helpers/scripted-model-server.js';
 import { waitFor } from '../integration/queue/redis-helper.js';
@@ -55,8 +56,12 @@ afterEach(async () => {
 });
 
 /** serve + worker on `octo-org/calc` with `script`; closed after the test. */
-async function start(name: string, script: (request: RecordedRequest) => ScriptedTurn): Promise<E2eStack> {
-  stack = await startE2eStack({ name, owner: OWNER, repos: { [REPO]: FILES }, script });
+async function start(
+  name: string,
+  script: (request: RecordedRequest) => ScriptedTurn,
+  files: Record<string, string> = FILES,
+): Promise<E2eStack> {
+  stack = await startE2eStack({ name, owner: OWNER, repos: { [REPO]: files }, script });
   return stack;
 }
 
@@ -286,5 +291,41 @@ describe('e2e: review feedback → follow-up round → review gate', () => {
     expect(onMaya.map((r) => r.conclusion)).toEqual(['action_required']);
     expect(ghe.state.unhandled).toEqual([]);
     expect(ghe.state.errors).toEqual([]);
+  });
+
+  it('flags a follow-up that deletes a test file that is on the base, on the whole change', async () => {
+    // Round 1 fixes add(); the follow-up round deletes a passing test file the base branch has.
+    const files = { ...FILES, 'test_extra.py': 'def test_extra():\n    assert True\n' };
+    const s = await start(
+      'e2e-review-tamper',
+      (request) => {
+        if (!textOf(request).includes(INLINE)) return turnFor(request);
+        const done = (request.body.messages as Array<{ role: string }>).filter(
+          (m) => m.role === 'assistant',
+        ).length;
+        if (done > 0) return { kind: 'final', content: 'Removed the extra test.' };
+        return { kind: 'tool_calls', calls: [{ name: 'Bash', arguments: { command: 'rm test_extra.py' } }] };
+      },
+      files,
+    );
+    const { ghe } = s;
+    const { branch, pr, first } = await openAndRequestChanges(s);
+    expect(ghe.state.labels(OWNER, REPO, pr.number)).not.toContain(TESTS_MODIFIED_LABEL);
+
+    const second = await waitFor(
+      async () => {
+        const head = await ghe.readBranch(OWNER, REPO, branch);
+        return head !== first ? head : null;
+      },
+      'the follow-up round to push a second commit',
+      90_000,
+    );
+    await pullStatus(s, pr.number, /updated draft pull request/);
+    expect(await ghe.git(OWNER, REPO, 'ls-tree', '--name-only', second!)).not.toContain('test_extra.py');
+    // The evidence is of the whole change since the base: the deleted file is named and labelled.
+    expect(ghe.state.labels(OWNER, REPO, pr.number)).toContain(TESTS_MODIFIED_LABEL);
+    const body = ghe.state.pull(OWNER, REPO, pr.number)?.body ?? '';
+    expect(body).toContain('test file `test_extra.py` deleted (2 lines)');
+    expect(body).toContain('calc.py');
   });
 });
