@@ -259,24 +259,11 @@ export async function listModels(
     if (failure.kind === 'final') throw failure.error;
     throw exhaustedError(failure, 1, url, timeoutMs);
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new AppError(
-      'LLM_QUERY_ERROR',
-      `The model server at ${url} answered GET /models with a body that is not JSON (HTTP ${status}): ${excerpt(text)}`,
-      { cause: err },
-    );
-  }
-  const parsed = modelListSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new AppError(
-      'LLM_QUERY_ERROR',
-      `The model server at ${url} answered GET /models with an unexpected body: ${z.prettifyError(parsed.error)}`,
-    );
-  }
-  return parsed.data.data.map((m) => m.id);
+  const list = parseServerBody(text, modelListSchema, {
+    notJson: `The model server at ${url} answered GET /models with a body that is not JSON (HTTP ${status})`,
+    invalid: `The model server at ${url} answered GET /models with an unexpected body`,
+  });
+  return list.data.map((m) => m.id);
 }
 
 const modelListSchema = z.object({ data: z.array(z.object({ id: z.string() })) });
@@ -323,22 +310,32 @@ const completionSchema = z.object({
 type Completion = z.infer<typeof completionSchema>;
 
 function parseCompletion(text: string, status: number, baseURL: string): Completion {
+  return parseServerBody(text, completionSchema, {
+    notJson: `The model server at ${baseURL} returned a body that is not JSON (HTTP ${status})`,
+    invalid: `The model server at ${baseURL} returned something that is not a chat completion`,
+  });
+}
+
+/**
+ * A model server's response body as JSON checked by `schema`.
+ *
+ * @throws AppError `LLM_QUERY_ERROR`: `messages.notJson` with an excerpt of the body, or
+ *   `messages.invalid` with zod's description of what does not fit.
+ */
+function parseServerBody<T>(
+  text: string,
+  schema: z.ZodType<T>,
+  messages: { notJson: string; invalid: string },
+): T {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new AppError(
-      'LLM_QUERY_ERROR',
-      `The model server at ${baseURL} returned a body that is not JSON (HTTP ${status}): ${excerpt(text)}`,
-      { cause: err },
-    );
+    throw new AppError('LLM_QUERY_ERROR', `${messages.notJson}: ${excerpt(text)}`, { cause: err });
   }
-  const parsed = completionSchema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    throw new AppError(
-      'LLM_QUERY_ERROR',
-      `The model server at ${baseURL} returned something that is not a chat completion: ${z.prettifyError(parsed.error)}`,
-    );
+    throw new AppError('LLM_QUERY_ERROR', `${messages.invalid}: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
 }

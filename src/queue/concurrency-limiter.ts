@@ -83,9 +83,20 @@ export interface ConcurrencyLimiterOptions {
   leaseMs: number;
 }
 
+// The end of the acquire and renew scripts: (re)hold the lease of ARGV[1] in both sets until
+// now + lease, and let the sets expire if nobody renews them. Needs `now` and `lease`.
+const HOLD_LEASE_LUA = `
+redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
+redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
+redis.call('PEXPIRE', KEYS[1], lease * 2)
+redis.call('PEXPIRE', KEYS[2], lease * 2)
+return 1
+`;
+
 // KEYS[1] repo set, KEYS[2] global set; ARGV: jobId, perRepoLimit, globalLimit (0 = none), leaseMs.
 // Returns 1 acquired, 0 repo limit reached, -1 global limit reached.
-const ACQUIRE_LUA = `
+const ACQUIRE_LUA =
+  `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[4])
@@ -96,15 +107,11 @@ if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
   local global = tonumber(ARGV[3])
   if global > 0 and redis.call('ZCARD', KEYS[2]) >= global then return -1 end
 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], lease * 2)
-redis.call('PEXPIRE', KEYS[2], lease * 2)
-return 1
-`;
+` + HOLD_LEASE_LUA;
 
 // KEYS[1] repo set, KEYS[2] global set; ARGV: jobId, leaseMs. Returns 1 renewed, 0 not held.
-const RENEW_LUA = `
+const RENEW_LUA =
+  `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = tonumber(ARGV[2])
@@ -114,12 +121,7 @@ if not score or tonumber(score) <= now then
   redis.call('ZREM', KEYS[2], ARGV[1])
   return 0
 end
-redis.call('ZADD', KEYS[1], now + lease, ARGV[1])
-redis.call('ZADD', KEYS[2], now + lease, ARGV[1])
-redis.call('PEXPIRE', KEYS[1], lease * 2)
-redis.call('PEXPIRE', KEYS[2], lease * 2)
-return 1
-`;
+` + HOLD_LEASE_LUA;
 
 // KEYS[1] repo set, KEYS[2] global set; ARGV: jobId.
 const RELEASE_LUA = `

@@ -15,6 +15,8 @@ import {
   type PullRequestBodyInput,
   type PullRequestRound,
 } from '../publish-change.js';
+import type { JobContext } from '../job-context.js';
+import type { PreparedJob } from '../sources/job-source.js';
 import type { FollowUpTarget } from '../sources/pull-request-source.js';
 import type { JobPublisher } from './job-publisher.js';
 import { pullRequestBodyInput, testCounts } from './pull-request-publisher.js';
@@ -118,20 +120,7 @@ export function createFollowUpPublisher(options: FollowUpPublisherOptions): JobP
       const fetched = await fetchBranch(job.dir, branch, { auth, signal: ctx.signal });
       if (fetched.sha !== target.headSha) throw moved(fetched.sha);
       await applyPatch(job.dir, patch, { signal: ctx.signal });
-      const host = new URL(options.gitBaseUrl).hostname;
-      const sha = await commitChanges(job.dir, {
-        author: options.appIdentity,
-        parent: target.headSha,
-        date: ctx.now(),
-        signal: ctx.signal,
-        message: buildCommitMessage({
-          issueTitle: target.issueTitle,
-          issueNumber: target.issueNumber,
-          jobId: ctx.jobId,
-          round: { number: target.round, pullNumber: target.pullNumber },
-          coAuthors: target.requestedBy.map((login) => ({ login, email: noreplyEmail({ login }, host) })),
-        }),
-      });
+      const sha = await commitRound(ctx, job, options);
       throwIfAborted(ctx.signal);
       const where = { owner: target.owner, repo: target.repo, branch };
       const head = await options.followUpPullRequest.branchHead(options.octokit, where);
@@ -180,4 +169,30 @@ export function createFollowUpPublisher(options: FollowUpPublisherOptions): JobP
       return { kind: 'pr_opened', updated: true, ...opened };
     },
   };
+}
+
+/**
+ * The round's commit in the clone: the staged whole change on top of the head the round started
+ * from, by the app, co-authored by the round's feedback authors. Returns its sha.
+ */
+async function commitRound(
+  ctx: JobContext,
+  job: PreparedJob<FollowUpTarget>,
+  options: FollowUpPublisherOptions,
+): Promise<string> {
+  const { target } = job;
+  const host = new URL(options.gitBaseUrl).hostname;
+  return commitChanges(job.dir, {
+    author: options.appIdentity,
+    parent: target.headSha,
+    date: ctx.now(),
+    signal: ctx.signal,
+    message: buildCommitMessage({
+      issueTitle: target.issueTitle,
+      issueNumber: target.issueNumber,
+      jobId: ctx.jobId,
+      round: { number: target.round, pullNumber: target.pullNumber },
+      coAuthors: target.requestedBy.map((login) => ({ login, email: noreplyEmail({ login }, host) })),
+    }),
+  });
 }
