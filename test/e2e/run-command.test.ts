@@ -255,7 +255,8 @@ describe('frognano-bot run (end to end, scripted SGLang server, real sandbox)', 
       join(tmp, 'o'),
     ]);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain('no model server answers at http://127.0.0.1:9/v1');
+    expect(r.stderr).toContain('No model server answered at http://127.0.0.1:9/v1');
+    expect(r.stderr.match(/No model server answered/g)).toHaveLength(1);
     expect(r.stderr).toContain('python -m sglang.launch_server --model-path microsoft/FrogNano-4B-2609');
   });
 

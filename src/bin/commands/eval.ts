@@ -137,6 +137,7 @@ async function mine(argv: string[]): Promise<number> {
   const repo = str('repo');
   if (!repo) return usageError('--repo is required');
   if (!existsSync(repo)) return usageError(`--repo ${repo} does not exist`);
+  if (!(await isGitRepository(repo))) return usageError(`--repo ${repo} is not a git repository`);
   const limit = positiveInt(str('limit'), '--limit');
   const timeout = positiveInt(str('test-timeout'), '--test-timeout');
   if (typeof limit === 'string') return usageError(limit);
@@ -257,7 +258,10 @@ async function runEval(argv: string[]): Promise<number> {
   const options = parseEvalRunOptions(rest, resolveEvalDefaults(await loadPolicy(policyFile)));
   if (typeof options === 'string') return usageError(options);
   if (!isHttpUrl(options.modelUrl))
-    return usageError(`--model-url must be an http:// or https:// URL (got "${options.modelUrl}")`);
+    return usageError(
+      `--model-url must be the http:// or https:// URL of an OpenAI-compatible server such as SGLang ` +
+        `(got "${options.modelUrl}"); replay: recordings are for \`run\` only, one recording cannot answer many tasks`,
+    );
   const fail = (message: string): number => {
     process.stderr.write(`frognano-bot eval run: ${message}\n`);
     return 1;
@@ -280,7 +284,7 @@ async function runEval(argv: string[]): Promise<number> {
     try {
       await listModels(options.modelUrl, apiKey);
     } catch (err) {
-      return fail(`no model server answers at ${options.modelUrl} (${(err as Error).message})`);
+      return fail((err as Error).message);
     }
   }
   const guard = await startLocalRunGuard();
@@ -331,4 +335,14 @@ function formatEvalSummary(written: WrittenReport): string {
     (written.skipped.length > 0 ? `skipped unreadable lines: ${written.skipped.join(', ')}\n` : '') +
     `written: ${written.files.join(', ')}\n`
   );
+}
+
+/** Whether `dir` is (inside) a git repository's work tree or a bare repository. */
+async function isGitRepository(dir: string): Promise<boolean> {
+  try {
+    await runGit(['rev-parse', '--git-dir'], { cwd: dir });
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -159,10 +159,10 @@ async function modelServerAnswers(modelUrl: string, apiKey: string | undefined):
     await listModels(modelUrl, apiKey);
     return true;
   } catch (err) {
+    // The client's message names the URL and how to start SGLang; only the replay option is run's own.
     process.stderr.write(
-      `frognano-bot run: no model server answers at ${modelUrl} (${(err as Error).message}).\n` +
-        `Start SGLang with FrogNano-4B, for example:\n  ${SGLANG_LAUNCH_HINT}\n` +
-        `or pass --model-url replay:<trajectory.json> to replay a recorded run.\n`,
+      `frognano-bot run: ${(err as Error).message}\n` +
+        `Or pass --model-url replay:<trajectory.json> to replay a recorded run.\n`,
     );
     return false;
   }
